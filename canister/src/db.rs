@@ -1,0 +1,66 @@
+//! The canister's one SQLite connection. In the canister it is ic-rusqlite's: the database file
+//! lives in its own virtual memory of stable memory (MemoryId 120; the polyfill's file system
+//! uses 101..119). Natively (for the `.did` test) it is a file in the temp directory.
+
+use stablebench::pragma::Profile;
+use stablebench::Result;
+
+pub use rusqlite::Connection;
+
+#[cfg(target_arch = "wasm32")]
+use ic_rusqlite::rusqlite;
+
+/// Opens the database (creating it on first use) and applies `profile` in its order.
+///
+/// ic-rusqlite applies its own default pragmas from a `HashMap`, in no fixed order, so
+/// `page_size` could come after the first table exists. We hand it an empty map and apply our
+/// ordered profile ourselves, before anything else touches the connection.
+#[cfg(target_arch = "wasm32")]
+pub fn open(profile: &Profile) -> Result<()> {
+    let config = ic_rusqlite::ConnectionConfig {
+        pragma_settings: Default::default(),
+        ..ic_rusqlite::ConnectionConfig::default()
+    };
+    ic_rusqlite::set_connection_config(config);
+    with_conn(|conn| profile.apply(conn))
+}
+
+/// Runs `f` with the open connection.
+#[cfg(target_arch = "wasm32")]
+pub fn with_conn<R>(f: impl FnOnce(&mut Connection) -> R) -> R {
+    ic_rusqlite::with_connection(|mut conn| f(&mut conn))
+}
+
+/// Closes the connection: releases the EXCLUSIVE lock and drops the page cache before an
+/// upgrade discards the heap. Committed data is already in stable memory.
+#[cfg(target_arch = "wasm32")]
+pub fn close() {
+    ic_rusqlite::close_connection();
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static NATIVE: std::cell::RefCell<Option<Connection>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Native stand-in for [`open`] on wasm32: a file database in the temp directory.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn open(profile: &Profile) -> Result<()> {
+    let path = std::env::temp_dir().join(format!("stablebench-canister-{}.db", std::process::id()));
+    let conn = Connection::open(path)?;
+    profile.apply(&conn)?;
+    NATIVE.with_borrow_mut(|c| *c = Some(conn));
+    Ok(())
+}
+
+/// Native stand-in for [`with_conn`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn with_conn<R>(f: impl FnOnce(&mut Connection) -> R) -> R {
+    NATIVE.with_borrow_mut(|c| f(c.as_mut().expect("db::open was not called")))
+}
+
+/// Native stand-in for [`close`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn close() {
+    NATIVE.with_borrow_mut(|c| *c = None);
+}

@@ -1,0 +1,52 @@
+//! The IC's per-message limits the endpoints stay under, so that a large request gets an answer
+//! (partial progress or a clear error) instead of a trap. Values from `shared/spec/ic-runtime.md`
+//! section 5.1 (dfinity/ic rs/config/src/subnet_config.rs) and section 3.3 (reply sizes).
+
+use stablebench::Meter;
+
+/// Instruction limit of an update message on an application subnet (MAX_INSTRUCTIONS_PER_MESSAGE).
+pub const UPDATE_INSTRUCTION_LIMIT: u64 = 40_000_000_000;
+
+/// Instruction limit of a query (MAX_INSTRUCTIONS_PER_QUERY_MESSAGE).
+pub const QUERY_INSTRUCTION_LIMIT: u64 = 5_000_000_000;
+
+/// Inserts stop at this many instructions: the rest of the 40 B is for the COMMIT, which writes
+/// every page the batch dirtied to stable memory (1,000 instructions per new 4 KiB page plus
+/// 1 per byte), and for the reply.
+pub const UPDATE_BUDGET: u64 = 30_000_000_000;
+
+/// Reads stop at this many instructions: the rest of the 5 B is for encoding and sending the
+/// reply (msg_reply_data_append costs 50 instructions per byte: 100 M for 2 MB).
+pub const QUERY_BUDGET: u64 = 4_000_000_000;
+
+/// A reply may not exceed 2 MiB when the call is replicated (3 MiB for a non-replicated query).
+/// Rows stop below the smaller one, leaving room for the Candid header and column names.
+pub const MAX_REPLY_BYTES: u64 = 2_000_000;
+
+// The budgets must leave room below the limits they guard.
+const _: () = assert!(UPDATE_BUDGET < UPDATE_INSTRUCTION_LIMIT && QUERY_BUDGET < QUERY_INSTRUCTION_LIMIT);
+
+/// A [`Meter`] over the IC performance counter (instructions executed in this message).
+#[derive(Clone, Copy, Debug)]
+pub struct InstructionBudget(pub u64);
+
+impl Meter for InstructionBudget {
+    fn exhausted(&self) -> bool {
+        instructions() >= self.0
+    }
+    fn budget(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Instructions executed so far in this message (0 natively).
+pub fn instructions() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        ic_cdk::api::performance_counter(0)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
+}

@@ -1,0 +1,61 @@
+# Shared by the scripts in this folder (sourced, not run). Installs what a fresh machine lacks:
+# the Rust toolchain pinned in rust-toolchain.toml with the wasm32-wasip1 target, and the pinned
+# cargo tools (wasi2ic, ic-wasm) in a versioned cache so a second run is instant.
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+# Pinned tool versions: the wasm files depend on them.
+WASI2IC_VERSION=0.2.16
+IC_WASM_VERSION=0.11.1
+
+# Where pinned cargo tools are installed: one folder per tool and version.
+TOOLS_DIR=${STABLEBENCH_TOOLS:-$HOME/.cache/stablebench/tools}
+
+# Built wasm files: production (dfx) and bench (canbench, offline runner).
+OUT_DIR=$ROOT/target/canister
+WASM_TARGET=wasm32-wasip1
+
+log() { printf '[stablebench] %s\n' "$*" >&2; }
+die() { printf '[stablebench] error: %s\n' "$*" >&2; exit 1; }
+
+# The toolchain channel pinned in rust-toolchain.toml.
+toolchain_channel() {
+  sed -n 's/^channel *= *"\(.*\)"/\1/p' "$ROOT/rust-toolchain.toml"
+}
+
+# Installs the pinned toolchain and the wasm32-wasip1 target if missing. RUSTUP_AUTO_INSTALL=0
+# machines do not fetch what rust-toolchain.toml names by themselves.
+ensure_rust() {
+  command -v rustup >/dev/null || die "rustup is not installed: see https://rustup.rs (the build needs rustup to add the $WASM_TARGET target)"
+  local channel
+  channel=$(toolchain_channel)
+  [ -n "$channel" ] || die "no channel in rust-toolchain.toml"
+  if ! rustup toolchain list | grep -q "^$channel"; then
+    log "installing Rust $channel"
+    rustup toolchain install "$channel" --profile minimal || die "could not install Rust $channel"
+  fi
+  if ! rustup target list --installed --toolchain "$channel" | grep -qx "$WASM_TARGET"; then
+    log "adding target $WASM_TARGET to Rust $channel"
+    rustup target add "$WASM_TARGET" --toolchain "$channel" || die "could not add target $WASM_TARGET"
+  fi
+}
+
+# Prints the path of cargo tool $1 at exactly version $2, installing it into the cache if neither
+# the cache nor PATH has that version.
+ensure_cargo_tool() {
+  local name=$1 version=$2 root bin
+  root=$TOOLS_DIR/$name-$version
+  bin=$root/bin/$name
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  if command -v "$name" >/dev/null && "$name" --version 2>/dev/null | grep -qx "$name $version"; then
+    command -v "$name"; return
+  fi
+  log "installing $name $version into $root (once; wasi2ic takes about 11 minutes on 2 cores)"
+  cargo install "$name" --version "$version" --locked --root "$root" >&2 \
+    || die "could not install $name $version with cargo (is crates.io reachable?)"
+  [ -x "$bin" ] || die "$name $version installed but $bin is missing"
+  echo "$bin"
+}

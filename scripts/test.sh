@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The README's test command, and what CI runs (.ci/run): builds both wasm files the way users
+# build them, checks them, and runs every test of the workspace.
+source "$(dirname "$0")/lib.sh"
+
+"$ROOT/scripts/build.sh" all
+
+IC_WASM=$(ensure_cargo_tool ic-wasm "$IC_WASM_VERSION")
+log "checking the wasm files"
+exports() { "$IC_WASM" "$OUT_DIR/$1" info | sed -n '/^Exported methods: \[/,/^]/p'; }
+benches=$(exports stablebench_bench.wasm | grep -c '"canister_query __canbench__' || true)
+[ "$benches" -eq 9 ] || die "stablebench_bench.wasm exports $benches __canbench__ queries, expected 9"
+if exports stablebench.wasm | grep -q __canbench__; then
+  die "the production wasm exports __canbench__ queries"
+fi
+WASI2IC=$(ensure_cargo_tool wasi2ic "$WASI2IC_VERSION")
+for wasm in stablebench.wasm stablebench_bench.wasm; do
+  # After wasi2ic, every import must be an IC system API (module ic0): no WASI left.
+  others=$("$WASI2IC" -i "$OUT_DIR/$wasm" | awk '$1 == "import" && $2 != "\"ic0\"" {print $2 "." $3}')
+  [ -z "$others" ] || die "$wasm imports functions the IC does not provide: $others"
+  "$WASI2IC" -i "$OUT_DIR/$wasm" | grep -q '^ *import "ic0"' || die "cannot list the imports of $wasm"
+done
+
+log "running the workspace tests"
+cargo test --workspace --locked

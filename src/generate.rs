@@ -1,0 +1,53 @@
+//! Deterministic data of the reference workload. No randomness: row `i` is a pure function of `i`
+//! (and of the user count for orders), so every benchmark and test sees the same rows whatever
+//! ran before it, and an oracle can compute every expected result without SQLite.
+
+/// The username of user `id` (ids start at 1): `user{id}`.
+pub fn username(id: u64) -> String {
+    format!("user{id}")
+}
+
+/// The email of user `id`: `user{id}@example.com`.
+pub fn email(id: u64) -> String {
+    format!("user{id}@example.com")
+}
+
+/// The user of order number `i` (0-based generator index): `(i + 1) * 13 mod user_count + 1`,
+/// as in the reference. 13 is coprime to 10^5, so with 100,000 users every user gets exactly one
+/// order in each run of 100,000 consecutive orders (10 orders each at 1,000,000).
+///
+/// `user_count` must be at least 1.
+pub fn order_user_id(i: u64, user_count: u64) -> u64 {
+    (i + 1).wrapping_mul(13) % user_count + 1
+}
+
+/// The amount of an order of user `user_id`: `(user_id * 100 + user_id * 17) / 15` in integer
+/// arithmetic, as the reference computes it (stored in a REAL column).
+pub fn order_amount(user_id: u64) -> i64 {
+    ((user_id * 100 + user_id * 17) / 15) as i64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_user_gets_ten_orders_at_reference_size() {
+        let users = 100_000u64;
+        let mut per_user = vec![0u32; users as usize + 1];
+        for i in 0..1_000_000 {
+            per_user[order_user_id(i, users) as usize] += 1;
+        }
+        assert_eq!(per_user[0], 0, "user ids start at 1");
+        assert!(per_user[1..].iter().all(|&n| n == 10));
+    }
+
+    #[test]
+    fn rows_match_the_reference_formulas() {
+        assert_eq!(username(7), "user7");
+        assert_eq!(email(7), "user7@example.com");
+        assert_eq!(order_user_id(0, 100_000), 14);
+        assert_eq!(order_user_id(99_999, 100_000), 1);
+        assert_eq!(order_amount(14), 109); // (1400 + 238) / 15 = 109.2
+    }
+}

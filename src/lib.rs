@@ -1,0 +1,44 @@
+//! # stablebench workload
+//!
+//! The users/orders workload of the ic-rusqlite reference benchmark
+//! (`shared/seeds/ic-rusqlite-users-orders.md`) as a plain Rust library over a
+//! [`rusqlite::Connection`]: the [`schema`], ordered [`pragma`] profiles, deterministic
+//! [`generate`]d rows, the [`workload`] statements, a read-only [`query`] runner, the [`oracle`]
+//! that predicts every result, and the nine [`bench`]marks.
+//!
+//! It has no IC dependency: the canister links it against ic-rusqlite's SQLite over stable
+//! memory, and the tests run it against native SQLite (rusqlite `bundled`).
+#![warn(missing_docs)]
+
+pub mod bench;
+mod error;
+pub mod generate;
+pub mod oracle;
+pub mod pragma;
+pub mod query;
+pub mod schema;
+pub mod workload;
+
+pub use error::{Error, Result};
+
+/// Tells long loops when to stop: the canister backs it with the IC performance counter so that
+/// a message stops with an answer instead of trapping at the instruction limit.
+pub trait Meter {
+    /// True once the budget is used up. Called every few hundred rows, not per row.
+    fn exhausted(&self) -> bool;
+    /// The budget, for error messages.
+    fn budget(&self) -> u64;
+}
+
+/// A [`Meter`] that never runs out (benchmarks, native tests).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoLimit;
+
+impl Meter for NoLimit {
+    fn exhausted(&self) -> bool {
+        false
+    }
+    fn budget(&self) -> u64 {
+        u64::MAX
+    }
+}

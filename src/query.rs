@@ -1,0 +1,226 @@
+//! Running one read-only statement and materialising its rows as typed values: the canister's
+//! `query` endpoint and the SELECT benchmarks share this code, so a benchmark measures what a
+//! caller pays.
+
+use rusqlite::types::ValueRef;
+use rusqlite::Connection;
+
+use crate::{Error, Meter, Result};
+
+/// One SQLite value, typed.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// A 64-bit signed integer.
+    Integer(i64),
+    /// A 64-bit float.
+    Real(f64),
+    /// UTF-8 text (invalid UTF-8 is replaced, never a trap).
+    Text(String),
+    /// Bytes.
+    Blob(Vec<u8>),
+}
+
+/// A statement's result: column names and rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Rows {
+    /// Column names, in order.
+    pub columns: Vec<String>,
+    /// Rows, each with one value per column.
+    pub rows: Vec<Vec<Value>>,
+}
+
+/// Limits checked while rows are read.
+#[derive(Clone, Copy, Debug)]
+pub struct QueryLimits {
+    /// Upper bound on the Candid-encoded size of the rows; past it the query fails with
+    /// [`Error::ReplyTooLarge`] instead of the reply trapping.
+    pub max_reply_bytes: u64,
+}
+
+impl QueryLimits {
+    /// No limit (benchmarks and native tests).
+    pub const UNLIMITED: QueryLimits = QueryLimits { max_reply_bytes: u64::MAX };
+}
+
+/// How often (in rows) the instruction meter is consulted: a performance counter read costs 200
+/// instructions on the IC, so reading it per row would distort what is measured.
+pub const METER_EVERY_ROWS: u64 = 256;
+
+/// Statements the read-only path accepts, by first keyword. Transaction control, ATTACH/DETACH
+/// and PRAGMA report themselves read-only to SQLite but change the connection, so they are not
+/// in this list.
+const READ_KEYWORDS: [&str; 4] = ["SELECT", "WITH", "VALUES", "EXPLAIN"];
+
+/// Prepares `sql`, refuses anything that is not a single read-only query, and returns its rows.
+pub fn query_rows(
+    conn: &Connection,
+    sql: &str,
+    limits: QueryLimits,
+    meter: &dyn Meter,
+) -> Result<Rows> {
+    let keyword = first_keyword(sql).to_ascii_uppercase();
+    if !READ_KEYWORDS.contains(&keyword.as_str()) {
+        return Err(Error::NotReadOnly(format!(
+            "statements starting with {keyword:?} are not accepted; use SELECT, WITH, VALUES or EXPLAIN"
+        )));
+    }
+    // rusqlite's `prepare` fails with MultipleStatement if anything follows the first statement.
+    let mut stmt = conn.prepare(sql)?;
+    if !stmt.readonly() {
+        return Err(Error::NotReadOnly("the statement writes to the database".into()));
+    }
+    let columns: Vec<String> = stmt.column_names().into_iter().map(str::to_string).collect();
+    let ncol = columns.len();
+    let mut bytes: u64 = columns.iter().map(|c| c.len() as u64 + 5).sum();
+    let mut out = Vec::new();
+    let mut rows = stmt.query(())?;
+    while let Some(row) = rows.next()? {
+        let mut values = Vec::with_capacity(ncol);
+        for i in 0..ncol {
+            let v = match row.get_ref(i)? {
+                ValueRef::Null => Value::Null,
+                ValueRef::Integer(x) => Value::Integer(x),
+                ValueRef::Real(x) => Value::Real(x),
+                ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                ValueRef::Blob(b) => Value::Blob(b.to_vec()),
+            };
+            bytes += encoded_size(&v);
+            values.push(v);
+        }
+        out.push(values);
+        let n = out.len() as u64;
+        if bytes > limits.max_reply_bytes {
+            return Err(Error::ReplyTooLarge { rows_read: n, limit_bytes: limits.max_reply_bytes });
+        }
+        if n % METER_EVERY_ROWS == 0 && meter.exhausted() {
+            return Err(Error::InstructionLimit { rows_done: n, budget: meter.budget() });
+        }
+    }
+    Ok(Rows { columns, rows: out })
+}
+
+/// Bytes `v` takes in a Candid reply: variant tag (1) plus the payload; text and blob carry a
+/// LEB128 length (counted as 5, its maximum for a wasm32 length). Each row adds its own length.
+fn encoded_size(v: &Value) -> u64 {
+    1 + match v {
+        Value::Null => 0,
+        Value::Integer(_) | Value::Real(_) => 8,
+        Value::Text(t) => 5 + t.len() as u64,
+        Value::Blob(b) => 5 + b.len() as u64,
+    } + 1
+}
+
+/// The first keyword of `sql`, after white space and `--` / `/* */` comments.
+fn first_keyword(sql: &str) -> &str {
+    let mut s = sql;
+    loop {
+        s = s.trim_start();
+        if let Some(rest) = s.strip_prefix("--") {
+            s = rest.find('\n').map_or("", |i| &rest[i + 1..]);
+        } else if let Some(rest) = s.strip_prefix("/*") {
+            s = rest.find("*/").map_or("", |i| &rest[i + 2..]);
+        } else {
+            break;
+        }
+    }
+    let end = s.find(|c: char| !c.is_ascii_alphabetic()).unwrap_or(s.len());
+    &s[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::NoLimit;
+
+    fn conn() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE t (a INTEGER, b TEXT, c REAL, d BLOB); INSERT INTO t VALUES (1, 'x', 2.5, x'00ff'), (NULL, NULL, NULL, NULL);").unwrap();
+        c
+    }
+
+    #[test]
+    fn select_returns_typed_values() -> Result<()> {
+        let rows = query_rows(&conn(), "SELECT * FROM t ORDER BY a DESC", QueryLimits::UNLIMITED, &NoLimit)?;
+        assert_eq!(rows.columns, ["a", "b", "c", "d"]);
+        assert_eq!(
+            rows.rows,
+            vec![
+                vec![Value::Integer(1), Value::Text("x".into()), Value::Real(2.5), Value::Blob(vec![0, 255])],
+                vec![Value::Null, Value::Null, Value::Null, Value::Null],
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn writes_and_connection_changes_are_refused_and_change_nothing() {
+        let c = conn();
+        for sql in [
+            "DELETE FROM t",
+            "  -- comment\n INSERT INTO t VALUES (3, 'y', 0, NULL)",
+            "WITH x AS (SELECT 1) DELETE FROM t",
+            "BEGIN",
+            "ROLLBACK",
+            "PRAGMA journal_mode = OFF",
+            "ATTACH ':memory:' AS other",
+            "DROP TABLE t",
+        ] {
+            match query_rows(&c, sql, QueryLimits::UNLIMITED, &NoLimit) {
+                Err(Error::NotReadOnly(_)) => {}
+                other => panic!("{sql:?}: expected NotReadOnly, got {other:?}"),
+            }
+        }
+        let n: i64 = c.query_row("SELECT count(*) FROM t", (), |r| r.get(0)).unwrap();
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn malformed_and_multiple_statements_are_sql_errors() {
+        let c = conn();
+        for sql in ["SELECT * FROM nowhere", "SELECT 1; DELETE FROM t", "SELEC 1"] {
+            assert!(query_rows(&c, sql, QueryLimits::UNLIMITED, &NoLimit).is_err(), "{sql}");
+        }
+        let n: i64 = c.query_row("SELECT count(*) FROM t", (), |r| r.get(0)).unwrap();
+        assert_eq!(n, 2);
+    }
+
+    #[test]
+    fn reply_limit_stops_with_a_clear_error() {
+        let c = Connection::open_in_memory().unwrap();
+        let limits = QueryLimits { max_reply_bytes: 10_000 };
+        let sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) SELECT i, 'some text' FROM n";
+        match query_rows(&c, sql, limits, &NoLimit) {
+            Err(Error::ReplyTooLarge { rows_read, limit_bytes: 10_000 }) => assert!(rows_read < 1000),
+            other => panic!("expected ReplyTooLarge, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn meter_stops_long_queries() {
+        struct After(std::cell::Cell<u32>);
+        impl Meter for After {
+            fn exhausted(&self) -> bool {
+                self.0.set(self.0.get() + 1);
+                self.0.get() > 2
+            }
+            fn budget(&self) -> u64 { 42 }
+        }
+        let c = Connection::open_in_memory().unwrap();
+        let sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) SELECT i FROM n";
+        match query_rows(&c, sql, QueryLimits::UNLIMITED, &After(Default::default())) {
+            Err(Error::InstructionLimit { rows_done, budget: 42 }) => assert_eq!(rows_done, 3 * METER_EVERY_ROWS),
+            other => panic!("expected InstructionLimit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn first_keyword_skips_space_and_comments() {
+        assert_eq!(first_keyword("  /* a */ -- b\n select 1"), "select");
+        assert_eq!(first_keyword("WITH x"), "WITH");
+        assert_eq!(first_keyword("-- only a comment"), "");
+    }
+}
