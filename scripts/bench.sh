@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# The README's benchmark command: builds the bench wasm and runs the nine benchmarks.
+# The README's benchmark command: builds the bench wasm and the offline runner, then runs the
+# nine benchmarks like canbench 0.7 does, on wasmtime with the IC's instruction accounting, and
+# prints canbench's report plus the production-limits table.
 #
-#   scripts/bench.sh [canbench arguments...]
+#   scripts/bench.sh [PATTERN] [--persist] [--csv] [--noise-threshold P] [--less-verbose] ...
+#   STABLEBENCH_BACKEND=canbench scripts/bench.sh ...   # real canbench on PocketIC instead
 #
-# Runs real canbench (PocketIC) when it is installed. The offline runner that runs the same wasm
-# on wasmtime with the IC's instruction accounting is the next piece of work (issue 3); until it
-# lands, a machine without canbench gets a clear message and no numbers.
+# --persist rewrites canbench_results.yml (commit it with the change that moved the numbers).
 source "$(dirname "$0")/lib.sh"
 
-if command -v canbench >/dev/null; then
+if [ "${STABLEBENCH_BACKEND:-runner}" = canbench ]; then
+  command -v canbench >/dev/null || die "canbench is not installed: cargo install canbench --version 0.7.0"
   exec canbench "$@"
 fi
-"$ROOT/scripts/build.sh" bench
-die "canbench is not installed and the offline runner does not exist yet: install canbench 0.7 (cargo install canbench --version 0.7.0) on a machine that can download PocketIC, then run scripts/bench.sh again"
+
+ensure_rust
+log "building the offline runner"
+cargo build --locked --release -p stablebench-runner
+# The runner runs canbench.yml's build_cmd (scripts/build.sh bench) itself, as canbench does.
+exec "$ROOT/target/release/stablebench-runner" bench "$@"

@@ -7,7 +7,7 @@
 #               candid:service metadata, checked against canister/stablebench.did.
 # bench      -> target/canister/stablebench_bench.wasm: the same canister plus the nine
 #               `__canbench__*` benchmark queries (cargo feature `canbench`).
-# Both are built for wasm32-wasip1 with the release profile and converted by wasi2ic, which
+# Both are built for wasm32-wasip1 with the `canister` profile and converted by wasi2ic, which
 # replaces the WASI imports with ic-wasi-polyfill's implementations over stable memory.
 source "$(dirname "$0")/lib.sh"
 
@@ -26,8 +26,8 @@ mkdir -p "$OUT_DIR"
 build() {
   local name=$1; shift
   log "building $name.wasm"
-  cargo build --locked --release --target "$WASM_TARGET" -p stablebench-canister "$@"
-  "$WASI2IC" -q "target/$WASM_TARGET/release/stablebench_canister.wasm" "$OUT_DIR/$name.wasm"
+  cargo build --locked --profile canister --target "$WASM_TARGET" -p stablebench-canister "$@"
+  "$WASI2IC" -q "target/$WASM_TARGET/canister/stablebench_canister.wasm" "$OUT_DIR/$name.wasm"
 }
 
 if [ "$variant" = production ] || [ "$variant" = all ]; then

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command, and what CI runs (.ci/run): builds both wasm files the way users
-# build them, checks them, and runs every test of the workspace.
+# build them, checks them, runs every test of the workspace (in release mode: the runner's tests
+# execute canister wasm, and the release artifacts are shared with scripts/bench.sh), then runs
+# the nine benchmarks at reference size through the offline runner. Each benchmark checks its
+# result against the oracle, and --check fails if canbench_results.yml is stale.
 source "$(dirname "$0")/lib.sh"
 
 "$ROOT/scripts/build.sh" all
@@ -22,4 +25,8 @@ for wasm in stablebench.wasm stablebench_bench.wasm; do
 done
 
 log "running the workspace tests"
-cargo test --workspace --locked
+cargo test --workspace --locked --release
+
+log "running the nine benchmarks at reference size (offline runner, checked against canbench_results.yml)"
+cargo build --locked --release -p stablebench-runner
+"$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check

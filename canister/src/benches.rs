@@ -6,7 +6,8 @@
 //! against the oracle, and a wrong result traps the benchmark instead of reporting a number.
 
 use canbench_rs::{bench, bench_fn, BenchResult};
-use stablebench::bench::{Bench, Sizes};
+use stablebench::bench::{Bench, Output, Sizes};
+use stablebench::query::Rows;
 
 use crate::db;
 
@@ -21,8 +22,19 @@ fn run(fn_name: &str, bench: Bench) -> BenchResult {
         let result = bench_fn(|| output = Some(bench.run(conn, sizes)));
         let output = output.expect("bench_fn ran the step").unwrap_or_else(|e| fail("run", e));
         bench.verify(conn, sizes, &output).unwrap_or_else(|e| fail("verify", e));
+        report_reply_bytes(output);
         result
     })
+}
+
+/// For SELECTs, tells the runner (through the canister log) how many bytes `query_sql` would
+/// reply with these rows, so it can say whether the result fits one reply. Outside `bench_fn`.
+fn report_reply_bytes(output: Output) {
+    if let Output::Rows(rows) = output {
+        let reply: Result<Rows, crate::Error> = Ok(rows);
+        let bytes = candid::encode_one(reply).map(|b| b.len()).unwrap_or(0);
+        ic_cdk::api::debug_print(format!("stablebench: reply_bytes={bytes}"));
+    }
 }
 
 /// One canbench query per row: `fn_name => Bench variant`.

@@ -1,0 +1,551 @@
+//! Rewrites a canister wasm the way the replica does before it compiles it, so that running the
+//! result on wasmtime counts exactly the instructions the IC counts.
+//!
+//! Mirrors dfinity/ic `rs/embedders/src/wasm_utils/instrumentation.rs` (`instruction_to_cost`,
+//! `injections`, `inject_metering`, `export_additional_symbols`), as summarised in
+//! `shared/spec/ic-runtime.md` sections 1 and 2:
+//! - an i64 counter global, exported as `canister counter_instructions`, that the host sets to
+//!   the message's limit and wasm code decrements;
+//! - per basic block, the block's whole cost charged at its **start** (function entry +1, `loop`
+//!   bodies re-entrant with an out-of-instructions check, `if`/`else`/branches/`end` opening new
+//!   blocks, `block` and `call` not splitting);
+//! - bulk memory and table operations charged their size operand at run time, before they run;
+//! - the `start` function removed and exported as `canister_start`;
+//! - every mutable global exported as `__persistent_mutable_global_<i>` so the host can save and
+//!   restore it (the replica persists exactly memories and these globals).
+//!
+//! The injected code itself is never metered, as in the replica. Two functions are appended (the
+//! out-of-instructions handler and the bulk-charge helper), so no existing index moves.
+
+use std::borrow::Cow;
+
+use anyhow::{bail, Context, Result};
+use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::{
+    BlockType, CodeSection, ConstExpr, ExportKind, ExportSection, Function, FunctionSection,
+    GlobalSection, GlobalType, Instruction, Module, RawSection, TypeSection, ValType,
+};
+use wasmparser::{ExternalKind, Operator, Parser, Payload, TypeRef};
+
+/// Export name of the instruction counter (the replica's name).
+pub const COUNTER_EXPORT: &str = "canister counter_instructions";
+/// Export name of the flag the out-of-instructions handler sets before it traps.
+pub const OUT_OF_INSTRUCTIONS_FLAG_EXPORT: &str = "stablebench out_of_instructions";
+/// Export name given to the module's `start` function, which the host runs at install/upgrade.
+pub const START_EXPORT: &str = "canister_start";
+/// Export name of memory 0 (the heap), for the host.
+pub const MEMORY_EXPORT: &str = "stablebench memory";
+/// Prefix of the exports of mutable globals (the replica's name).
+pub const PERSISTENT_GLOBAL_PREFIX: &str = "__persistent_mutable_global_";
+
+/// Whether to inject the metering code. `Off` keeps everything else (counter global, exports)
+/// so the same host runs it: host fees are still charged, wasm code is free. Only for measuring
+/// the cost of metering itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Metering {
+    /// The replica's metering (the default).
+    On,
+    /// No per-block or bulk charges.
+    Off,
+}
+
+/// Memory mode of the module: its first memory decides, as in the replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MemType {
+    /// 32-bit memory: loads and stores cost 1.
+    Wasm32,
+    /// 64-bit memory: loads and stores cost 2.
+    Wasm64,
+}
+
+/// What the instrumentation found, for the host.
+#[derive(Clone, Debug)]
+pub struct Instrumented {
+    /// The rewritten module.
+    pub wasm: Vec<u8>,
+    /// Memory mode.
+    pub mem_type: MemType,
+    /// Whether the module had a `start` function (now exported as [`START_EXPORT`]).
+    pub has_start: bool,
+    /// Indices of the mutable globals exported for persistence.
+    pub persistent_globals: Vec<u32>,
+    /// Imported functions, as (module, name).
+    pub imports: Vec<(String, String)>,
+    /// Custom sections by name (e.g. `icp:public candid:service`).
+    pub custom_sections: Vec<(String, Vec<u8>)>,
+}
+
+/// The replica's cost of one operator (`instruction_to_cost`).
+pub fn instruction_cost(op: &Operator<'_>, mem: MemType) -> u64 {
+    use Operator::*;
+    let mem_access = if mem == MemType::Wasm64 { 2 } else { 1 };
+    match op {
+        Block { .. } | Loop { .. } | Else | End => 0,
+
+        I32DivS | I32DivU | I32RemS | I32RemU | I64DivS | I64DivU | I64RemS | I64RemU => 10,
+
+        F32Add | F32Sub | F32Mul | F32Ceil | F32Floor | F32Trunc | F32Nearest | F64Add | F64Sub
+        | F64Mul | F64Ceil | F64Floor | F64Trunc | F64Nearest => 2,
+        F32Div => 3,
+        F64Div => 5,
+        F32Min | F32Max | F64Min | F64Max => 18,
+        F32Copysign => 2,
+        F64Copysign => 3,
+        F32Sqrt => 5,
+        F64Sqrt => 8,
+        F32Eq | F32Ne | F32Lt | F32Gt | F32Le | F32Ge | F64Eq | F64Ne | F64Lt | F64Gt | F64Le
+        | F64Ge => 3,
+        F32ConvertI32S | F32ConvertI64S | F64ConvertI32S | F64ConvertI64S => 3,
+        F32ConvertI32U | F32ConvertI64U | F64ConvertI32U | F64ConvertI64U => 16,
+        I32TruncF32S | I32TruncF32U | I32TruncF64S | I32TruncF64U | I64TruncF32S | I64TruncF32U
+        | I64TruncF64S | I64TruncF64U => 20,
+        I32TruncSatF32S | I32TruncSatF32U | I32TruncSatF64S | I32TruncSatF64U | I64TruncSatF32S
+        | I64TruncSatF32U | I64TruncSatF64S | I64TruncSatF64U => 20,
+
+        I32Load { .. } | I64Load { .. } | F32Load { .. } | F64Load { .. } | I32Load8S { .. }
+        | I32Load8U { .. } | I32Load16S { .. } | I32Load16U { .. } | I64Load8S { .. }
+        | I64Load8U { .. } | I64Load16S { .. } | I64Load16U { .. } | I64Load32S { .. }
+        | I64Load32U { .. } | I32Store { .. } | I64Store { .. } | F32Store { .. }
+        | F64Store { .. } | I32Store8 { .. } | I32Store16 { .. } | I64Store8 { .. }
+        | I64Store16 { .. } | I64Store32 { .. } => mem_access,
+        V128Load { .. } | V128Load8x8S { .. } | V128Load8x8U { .. } | V128Load16x4S { .. }
+        | V128Load16x4U { .. } | V128Load32x2S { .. } | V128Load32x2U { .. }
+        | V128Load8Splat { .. } | V128Load16Splat { .. } | V128Load32Splat { .. }
+        | V128Load64Splat { .. } | V128Load32Zero { .. } | V128Load64Zero { .. }
+        | V128Store { .. } | V128Load8Lane { .. } | V128Load16Lane { .. }
+        | V128Load32Lane { .. } | V128Load64Lane { .. } | V128Store8Lane { .. }
+        | V128Store16Lane { .. } | V128Store32Lane { .. } | V128Store64Lane { .. } => mem_access,
+
+        GlobalGet { .. } | GlobalSet { .. } => 2,
+        TableGet { .. } | TableSet { .. } => 5,
+        TableSize { .. } => 100,
+        TableGrow { .. } => 300,
+        MemorySize { .. } => 20,
+        MemoryGrow { .. } => 300,
+        MemoryFill { .. } | MemoryCopy { .. } | MemoryInit { .. } | TableFill { .. }
+        | TableCopy { .. } | TableInit { .. } => 100,
+        DataDrop { .. } | ElemDrop { .. } => 300,
+        Call { .. } => 5,
+        CallIndirect { .. } => 10,
+        ReturnCall { .. } => 3,
+        ReturnCallIndirect { .. } => 60,
+        If { .. } | Br { .. } | BrIf { .. } | BrTable { .. } => 2,
+        RefIsNull => 5,
+        RefFunc { .. } => 130,
+
+        I8x16Shuffle { .. } | I8x16Popcnt | I8x16Shl | I8x16ShrS => 3,
+        I8x16ShrU | I16x8Shl | I16x8ShrS | I16x8ShrU | I32x4Shl | I32x4ShrS | I32x4ShrU
+        | I64x2Shl | I64x2ShrU => 2,
+        I64x2ShrS => 3,
+        I8x16LtU | I8x16GtU | I16x8LtU | I16x8GtU | I32x4LtU | I32x4GtU => 2,
+        I16x8ExtAddPairwiseI8x16U => 2,
+        I32x4ExtAddPairwiseI16x8U => 3,
+        I16x8ExtMulHighI8x16S | I16x8ExtMulHighI8x16U => 2,
+        I32x4Mul | I32x4ExtMulLowI16x8S | I32x4ExtMulHighI16x8S | I32x4ExtMulLowI16x8U
+        | I32x4ExtMulHighI16x8U => 2,
+        I64x2Mul => 4,
+        F32x4Ceil | F32x4Floor | F32x4Trunc | F32x4Nearest | F32x4Abs | F32x4Neg | F32x4Add
+        | F32x4Sub | F32x4Mul | F64x2Ceil | F64x2Floor | F64x2Trunc | F64x2Nearest | F64x2Abs
+        | F64x2Neg | F64x2Add | F64x2Sub | F64x2Mul => 2,
+        F32x4Sqrt => 5,
+        F64x2Sqrt => 14,
+        F32x4Div => 10,
+        F64x2Div => 12,
+        F32x4Min | F32x4Max | F64x2Min => 4,
+        F64x2Max => 5,
+        I32x4TruncSatF32x4S => 2,
+        I32x4TruncSatF32x4U | F32x4ConvertI32x4U => 4,
+        I32x4TruncSatF64x2SZero => 2,
+        I32x4TruncSatF64x2UZero => 3,
+
+        // Constants, integer ALU and compares, locals, select, drop, nop, return, unreachable,
+        // conversions, ref.null, everything else: 1.
+        _ => 1,
+    }
+}
+
+/// Where a block's charge goes, and whether it re-checks the counter (replica `Scope`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Scope {
+    /// Function entry or loop body: always injected, with the out-of-instructions check.
+    Reentrant,
+    /// Any other block start: injected only if its cost is positive, no check.
+    Plain,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Injection {
+    /// Charge `cost` before the operator at this position.
+    Static { scope: Scope, cost: u64 },
+    /// Charge the bulk operation's size operand before it runs.
+    Dynamic,
+}
+
+/// The injection points of a function body (replica `injections`), sorted by position: a
+/// position is the index of the operator the charge is inserted before. Static charges precede
+/// a dynamic one at the same position.
+fn injections(ops: &[Operator<'_>], mem: MemType) -> Vec<(usize, Injection)> {
+    use Operator::*;
+    let mut out = Vec::new();
+    let mut cur = (0usize, Scope::Reentrant, 1u64); // +1: function entry
+    for (i, op) in ops.iter().enumerate() {
+        cur.2 += instruction_cost(op, mem);
+        let next = match op {
+            Loop { .. } => Some(Scope::Reentrant),
+            If { .. } | Else | Br { .. } | BrIf { .. } | BrTable { .. } | End | Return
+            | Unreachable | ReturnCall { .. } | ReturnCallIndirect { .. } => Some(Scope::Plain),
+            MemoryFill { .. } | MemoryCopy { .. } | MemoryInit { .. } | TableFill { .. }
+            | TableCopy { .. } | TableInit { .. } => {
+                out.push((i, Injection::Dynamic));
+                None
+            }
+            _ => None,
+        };
+        if let Some(scope) = next {
+            out.push((cur.0, Injection::Static { scope: cur.1, cost: cur.2 }));
+            cur = (i + 1, scope, 0);
+        }
+    }
+    out.push((cur.0, Injection::Static { scope: cur.1, cost: cur.2 }));
+    // Stable: a static point opened at i + 1 sorts before a dynamic point at i + 1.
+    out.sort_by_key(|(pos, inj)| (*pos, matches!(inj, Injection::Dynamic)));
+    out
+}
+
+/// Indices of what the injected code uses.
+#[derive(Clone, Copy)]
+struct Injected {
+    counter: u32,
+    ooi_func: u32,
+    bulk_func: u32,
+}
+
+fn emit_static(f: &mut Function, ix: Injected, scope: Scope, cost: u64) {
+    if scope == Scope::Plain && cost == 0 {
+        return;
+    }
+    f.instruction(&Instruction::GlobalGet(ix.counter));
+    f.instruction(&Instruction::I64Const(cost as i64));
+    f.instruction(&Instruction::I64Sub);
+    f.instruction(&Instruction::GlobalSet(ix.counter));
+    if scope == Scope::Reentrant {
+        f.instruction(&Instruction::GlobalGet(ix.counter));
+        f.instruction(&Instruction::I64Const(0));
+        f.instruction(&Instruction::I64LtS);
+        f.instruction(&Instruction::If(BlockType::Empty));
+        f.instruction(&Instruction::Call(ix.ooi_func));
+        f.instruction(&Instruction::End);
+    }
+}
+
+/// Charges the size operand on top of the stack, leaving it in place.
+fn emit_dynamic(f: &mut Function, ix: Injected, op: &Operator<'_>, mem: MemType) {
+    let size_is_i64 = matches!(op, Operator::MemoryFill { .. } | Operator::MemoryCopy { .. })
+        && mem == MemType::Wasm64;
+    if size_is_i64 {
+        f.instruction(&Instruction::Call(ix.bulk_func));
+    } else {
+        f.instruction(&Instruction::I64ExtendI32U);
+        f.instruction(&Instruction::Call(ix.bulk_func));
+        f.instruction(&Instruction::I32WrapI64);
+    }
+}
+
+/// Section order ranks (the binary format's required order; custom sections have none).
+fn rank(p: &Payload<'_>) -> Option<u8> {
+    Some(match p {
+        Payload::TypeSection(_) => 1,
+        Payload::ImportSection(_) => 2,
+        Payload::FunctionSection(_) => 3,
+        Payload::TableSection(_) => 4,
+        Payload::MemorySection(_) => 5,
+        Payload::TagSection(_) => 6,
+        Payload::GlobalSection(_) => 7,
+        Payload::ExportSection(_) => 8,
+        Payload::StartSection { .. } => 9,
+        Payload::ElementSection(_) => 10,
+        Payload::DataCountSection { .. } => 11,
+        Payload::CodeSectionStart { .. } => 12,
+        Payload::DataSection(_) => 13,
+        Payload::End(_) => 14,
+        _ => return None,
+    })
+}
+
+const GLOBAL_RANK: u8 = 7;
+const EXPORT_RANK: u8 = 8;
+
+/// Rewrites `wasm` (see the module docs). `metering` selects whether charges are injected.
+pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
+    let mut re = RoundtripReencoder;
+    let mut module = Module::new();
+
+    // What earlier sections tell later ones.
+    let mut num_types = 0u32;
+    let mut imported_funcs = 0u32;
+    let mut imported_globals = 0u32;
+    let mut defined_funcs = 0u32;
+    let mut defined_globals = 0u32;
+    let mut mem_type: Option<MemType> = None;
+    // The start section comes after the export section, which must already name it.
+    let mut start: Option<u32> = None;
+    for payload in Parser::new(0).parse_all(wasm) {
+        if let Payload::StartSection { func, .. } = payload.context("parsing the wasm")? {
+            start = Some(func);
+        }
+    }
+    let mut persistent_globals = Vec::new();
+    let mut imports = Vec::new();
+    let mut custom_sections = Vec::new();
+    let mut global_done = false;
+    let mut export_done = false;
+    let mut code_entries_left = 0u32;
+    let mut code: Option<CodeSection> = None;
+    let mut has_code = false;
+
+
+    for payload in Parser::new(0).parse_all(wasm) {
+        let payload = payload.context("parsing the wasm")?;
+        // Insert our global and export sections where the module has none.
+        if let Some(r) = rank(&payload) {
+            if r > GLOBAL_RANK && !global_done {
+                let mut g = GlobalSection::new();
+                push_counter_globals(&mut g);
+                module.section(&g);
+                global_done = true;
+            }
+            if r > EXPORT_RANK && !export_done {
+                let mut e = ExportSection::new();
+                push_exports(&mut e, imported_globals + defined_globals, start, &persistent_globals, mem_type.is_some());
+                module.section(&e);
+                export_done = true;
+            }
+        }
+        match payload {
+            Payload::Version { .. } => {}
+            Payload::TypeSection(reader) => {
+                let mut types = TypeSection::new();
+                for group in reader {
+                    let group = group?;
+                    num_types += group.types().len() as u32;
+                    re.parse_recursive_type_group(types.ty(), group)?;
+                }
+                types.ty().function([], []);
+                types.ty().function([ValType::I64], [ValType::I64]);
+                module.section(&types);
+            }
+            Payload::ImportSection(reader) => {
+                let mut section = wasm_encoder::ImportSection::new();
+                for imp in reader.into_imports() {
+                    let imp = imp?;
+                    match imp.ty {
+                        TypeRef::Func(_) | TypeRef::FuncExact(_) => {
+                            imported_funcs += 1;
+                            imports.push((imp.module.to_string(), imp.name.to_string()));
+                        }
+                        TypeRef::Global(g) => {
+                            if g.mutable {
+                                bail!("imported mutable globals are not supported");
+                            }
+                            imported_globals += 1;
+                        }
+                        TypeRef::Memory(m) => {
+                            mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
+                        }
+                        _ => {}
+                    }
+                    re.parse_import(&mut section, imp)?;
+                }
+                module.section(&section);
+            }
+            Payload::FunctionSection(reader) => {
+                let mut funcs = FunctionSection::new();
+                defined_funcs = reader.count();
+                re.parse_function_section(&mut funcs, reader)?;
+                // The helpers' types were appended to the type section: [] -> [], [i64] -> [i64].
+                funcs.function(num_types);
+                funcs.function(num_types + 1);
+                module.section(&funcs);
+            }
+            Payload::MemorySection(reader) => {
+                let mut mems = wasm_encoder::MemorySection::new();
+                for m in reader {
+                    let m = m?;
+                    mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
+                    mems.memory(re.memory_type(m)?);
+                }
+                module.section(&mems);
+            }
+            Payload::GlobalSection(reader) => {
+                let mut globals = GlobalSection::new();
+                for (i, g) in reader.into_iter().enumerate() {
+                    let g = g?;
+                    if g.ty.mutable {
+                        persistent_globals.push(imported_globals + i as u32);
+                    }
+                    defined_globals += 1;
+                    re.parse_global(&mut globals, g)?;
+                }
+                push_counter_globals(&mut globals);
+                module.section(&globals);
+                global_done = true;
+            }
+            Payload::ExportSection(reader) => {
+                let mut exports = ExportSection::new();
+                for e in reader {
+                    let e = e?;
+                    if e.name == COUNTER_EXPORT || e.name == MEMORY_EXPORT || e.name == OUT_OF_INSTRUCTIONS_FLAG_EXPORT || e.name.starts_with(PERSISTENT_GLOBAL_PREFIX) {
+                        bail!("the module already exports {:?}, a name the runner reserves", e.name);
+                    }
+                    re.parse_export(&mut exports, e)?;
+                }
+                push_exports(&mut exports, imported_globals + defined_globals, start, &persistent_globals, mem_type.is_some());
+                module.section(&exports);
+                export_done = true;
+            }
+            Payload::StartSection { .. } => {
+                // Removed: exported as START_EXPORT and run by the host, as the replica does.
+            }
+            Payload::CodeSectionStart { count, .. } => {
+                code_entries_left = count;
+                has_code = true;
+                code = Some(CodeSection::new());
+            }
+            Payload::CodeSectionEntry(body) => {
+                let ooi_func = imported_funcs + defined_funcs;
+                let ix = Injected { counter: imported_globals + defined_globals, ooi_func, bulk_func: ooi_func + 1 };
+                let section = code.as_mut().expect("code section started");
+                instrument_body(section, body, ix, mem_type.unwrap_or(MemType::Wasm32), metering, &mut re)?;
+                code_entries_left -= 1;
+                if code_entries_left == 0 {
+                    push_helper_bodies(section, ix);
+                    module.section(&*section);
+                }
+            }
+            Payload::CustomSection(c) => {
+                custom_sections.push((c.name().to_string(), c.data().to_vec()));
+                module.section(&RawSection { id: 0, data: &wasm[c.range()] });
+            }
+            Payload::End(_) => {}
+            other => {
+                // Tables, tags, elements, data count, data: copied as they are.
+                if let Some((id, range)) = other.as_section() {
+                    module.section(&RawSection { id, data: &wasm[range] });
+                } else {
+                    bail!("unsupported wasm payload: {other:?}");
+                }
+            }
+        }
+    }
+    if !has_code {
+        bail!("the module defines no functions");
+    }
+    Ok(Instrumented {
+        wasm: module.finish(),
+        mem_type: mem_type.unwrap_or(MemType::Wasm32),
+        has_start: start.is_some(),
+        persistent_globals,
+        imports,
+        custom_sections,
+    })
+}
+
+/// The counter (i64, mutable) and the out-of-instructions flag (i32, mutable).
+fn push_counter_globals(g: &mut GlobalSection) {
+    g.global(GlobalType { val_type: ValType::I64, mutable: true, shared: false }, &ConstExpr::i64_const(0));
+    g.global(GlobalType { val_type: ValType::I32, mutable: true, shared: false }, &ConstExpr::i32_const(0));
+}
+
+fn push_exports(e: &mut ExportSection, counter: u32, start: Option<u32>, persistent: &[u32], memory: bool) {
+    e.export(COUNTER_EXPORT, ExportKind::Global, counter);
+    if memory {
+        e.export(MEMORY_EXPORT, ExportKind::Memory, 0);
+    }
+    e.export(OUT_OF_INSTRUCTIONS_FLAG_EXPORT, ExportKind::Global, counter + 1);
+    for g in persistent {
+        e.export(&format!("{PERSISTENT_GLOBAL_PREFIX}{g}"), ExportKind::Global, *g);
+    }
+    if let Some(f) = start {
+        e.export(START_EXPORT, ExportKind::Func, f);
+    }
+}
+
+fn instrument_body(
+    code: &mut CodeSection,
+    body: wasmparser::FunctionBody<'_>,
+    ix: Injected,
+    mem: MemType,
+    metering: Metering,
+    re: &mut RoundtripReencoder,
+) -> Result<()> {
+    let mut f = re.new_function_with_parsed_locals(&body)?;
+    let mut reader = body.get_operators_reader()?;
+    let mut ops = Vec::new();
+    while !reader.eof() {
+        ops.push(reader.read()?);
+    }
+    let points = if metering == Metering::On { injections(&ops, mem) } else { Vec::new() };
+    let mut next = points.iter().peekable();
+    for (i, op) in ops.into_iter().enumerate() {
+        while let Some(&&(pos, inj)) = next.peek() {
+            if pos != i {
+                break;
+            }
+            match inj {
+                Injection::Static { scope, cost } => emit_static(&mut f, ix, scope, cost),
+                Injection::Dynamic => emit_dynamic(&mut f, ix, &op, mem),
+            }
+            next.next();
+        }
+        f.instruction(&re.instruction(op)?);
+    }
+    code.function(&f);
+    Ok(())
+}
+
+/// The out-of-instructions handler (sets the flag, traps) and the bulk-charge helper.
+fn push_helper_bodies(code: &mut CodeSection, ix: Injected) {
+    let flag = ix.counter + 1;
+    let mut ooi = Function::new([]);
+    ooi.instruction(&Instruction::I32Const(1));
+    ooi.instruction(&Instruction::GlobalSet(flag));
+    ooi.instruction(&Instruction::Unreachable);
+    ooi.instruction(&Instruction::End);
+    code.function(&ooi);
+
+    let mut bulk = Function::new([]);
+    bulk.instruction(&Instruction::GlobalGet(ix.counter));
+    bulk.instruction(&Instruction::LocalGet(0));
+    bulk.instruction(&Instruction::I64Sub);
+    bulk.instruction(&Instruction::GlobalSet(ix.counter));
+    bulk.instruction(&Instruction::GlobalGet(ix.counter));
+    bulk.instruction(&Instruction::I64Const(0));
+    bulk.instruction(&Instruction::I64LtS);
+    bulk.instruction(&Instruction::If(BlockType::Empty));
+    bulk.instruction(&Instruction::Call(ix.ooi_func));
+    bulk.instruction(&Instruction::End);
+    bulk.instruction(&Instruction::LocalGet(0));
+    bulk.instruction(&Instruction::End);
+    code.function(&bulk);
+}
+
+/// The exports of a module whose kind is a function, by name (for discovering methods).
+pub fn exported_functions(wasm: &[u8]) -> Result<Vec<String>> {
+    let mut names = Vec::new();
+    for payload in Parser::new(0).parse_all(wasm) {
+        if let Payload::ExportSection(reader) = payload? {
+            for e in reader {
+                let e = e?;
+                if e.kind == ExternalKind::Func {
+                    names.push(e.name.to_string());
+                }
+            }
+        }
+    }
+    Ok(names)
+}
+
+/// A custom section's content, if present.
+pub fn custom_section<'a>(sections: &'a [(String, Vec<u8>)], name: &str) -> Option<Cow<'a, [u8]>> {
+    sections.iter().find(|(n, _)| n == name).map(|(_, d)| Cow::Borrowed(d.as_slice()))
+}

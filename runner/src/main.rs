@@ -1,0 +1,174 @@
+//! `stablebench-runner`: offline canbench and a small canister shell.
+//!
+//! ```text
+//! stablebench-runner bench [PATTERN] [--persist] [--csv] ...   # canbench 0.7, offline
+//! stablebench-runner install WASM [--arg '(...)']              # state in .stablebench/canister
+//! stablebench-runner call METHOD ['(args)'] [--caller P] [--query]
+//! stablebench-runner upgrade WASM [--arg '(...)']
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context, Result};
+use candid::Principal;
+use clap::{Parser, Subcommand};
+use stablebench_runner::candid_text::{self, Interface};
+use stablebench_runner::canister::{self, Canister, Code, Limits, Options};
+use stablebench_runner::instrument::Metering;
+use stablebench_runner::suite;
+
+#[derive(Parser)]
+#[command(name = "stablebench-runner", version, about = "Runs IC canister wasm offline with the replica's instruction accounting")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the canbench benchmarks of canbench.yml like canbench 0.7 does, on wasmtime.
+    Bench(suite::BenchArgs),
+    /// Installs a canister (start + canister_init) and saves it in the state directory.
+    Install {
+        /// The wasm file (.wasm or .wasm.gz).
+        wasm: PathBuf,
+        /// Candid text argument of canister_init, e.g. '(record { x = 1 })'.
+        #[arg(long, default_value = "()")]
+        arg: String,
+        /// A controller (repeatable). Default: the runner's default controller.
+        #[arg(long = "controller")]
+        controllers: Vec<String>,
+        /// production: 40 B update / 5 B query limits; benchmark: PocketIC's benchmarking subnet.
+        #[arg(long, default_value = "production")]
+        limits: String,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Calls a method (update, or query with --query or when the interface says so).
+    Call {
+        /// Method name.
+        method: String,
+        /// Candid text arguments, e.g. '(0, 10_000)'.
+        #[arg(default_value = "()")]
+        args: String,
+        /// Run as a query: its changes are discarded.
+        #[arg(long)]
+        query: bool,
+        /// Caller principal, or "anonymous". Default: the first controller.
+        #[arg(long)]
+        caller: Option<String>,
+        /// Candid interface for typing arguments (default: the wasm's candid:service metadata).
+        #[arg(long)]
+        candid: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Upgrades the saved canister to a new wasm (pre_upgrade, new module, post_upgrade).
+    Upgrade {
+        /// The new wasm file.
+        wasm: PathBuf,
+        /// Candid text argument of canister_post_upgrade.
+        #[arg(long, default_value = "()")]
+        arg: String,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Where the canister's state is kept between commands.
+    #[arg(long, default_value = ".stablebench/canister")]
+    state: PathBuf,
+    /// Print the canister's debug_print output.
+    #[arg(long)]
+    show_canister_output: bool,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        Command::Bench(args) => suite::run(&args),
+        Command::Install { wasm, arg, controllers, limits, common } => {
+            let code = Code::from_file(&wasm, Metering::On)?;
+            let controllers = if controllers.is_empty() {
+                vec![canister::default_controller()]
+            } else {
+                controllers.iter().map(|c| principal(c)).collect::<Result<_>>()?
+            };
+            let limits = match limits.as_str() {
+                "production" => Limits::PRODUCTION,
+                "benchmark" => Limits::BENCHMARK,
+                other => bail!("unknown limits {other:?}: expected production or benchmark"),
+            };
+            let iface = interface(&code, None)?;
+            let arg = candid_text::encode_init_args(&arg, iface.as_ref())?;
+            let opts = Options { controllers, limits, print_output: common.show_canister_output, ..Options::default() };
+            let (mut c, out) = Canister::install(code, &arg, opts)?;
+            c.save(&common.state)?;
+            println!("installed {} ({} instructions); state in {}", wasm.display(), out.instructions, common.state.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { method, args, query, caller, candid, common } => {
+            let mut c = Canister::load(&common.state, common.show_canister_output)?;
+            let iface = interface(c.code(), candid.as_deref())?;
+            let bytes = candid_text::encode_args(&args, &method, iface.as_ref())?;
+            let caller = match caller {
+                Some(p) => principal(&p)?,
+                None => c.options().controllers[0],
+            };
+            let is_query = query || iface.as_ref().map(|i| i.is_query(&method)).transpose()?.unwrap_or(false);
+            let out = if is_query { c.query(&method, &bytes, caller) } else { c.update(&method, &bytes, caller) };
+            c.save(&common.state)?;
+            eprintln!("{} instructions ({})", out.instructions, if is_query { "query" } else { "update" });
+            match out.result {
+                Ok(reply) => {
+                    println!("{}", candid_text::decode_reply(&reply, &method, iface.as_ref())?);
+                    Ok(ExitCode::SUCCESS)
+                }
+                Err(reject) => {
+                    eprintln!("rejected: {reject}");
+                    Ok(ExitCode::FAILURE)
+                }
+            }
+        }
+        Command::Upgrade { wasm, arg, common } => {
+            let mut c = Canister::load(&common.state, common.show_canister_output)?;
+            let code = Code::from_file(&wasm, Metering::On)?;
+            let iface = interface(&code, None)?;
+            let arg = candid_text::encode_init_args(&arg, iface.as_ref())?;
+            let out = c.upgrade(code, &arg);
+            if let Err(e) = out.result {
+                bail!("upgrade failed, the canister is unchanged: {e}");
+            }
+            c.save(&common.state)?;
+            println!("upgraded to {} ({} instructions)", wasm.display(), out.instructions);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn principal(text: &str) -> Result<Principal> {
+    if text == "anonymous" {
+        return Ok(Principal::anonymous());
+    }
+    Principal::from_text(text).with_context(|| format!("{text:?} is not a principal"))
+}
+
+fn interface(code: &Code, path: Option<&Path>) -> Result<Option<Interface>> {
+    let did = match path {
+        Some(p) => Some(std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?),
+        None => code.candid_service(),
+    };
+    did.map(|d| Interface::parse(&d)).transpose()
+}

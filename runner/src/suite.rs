@@ -1,0 +1,317 @@
+//! `stablebench-runner bench`: canbench 0.7's run sequence (`shared/spec/ic-runtime.md` 6.1),
+//! offline. Reads `canbench.yml`, runs its `build_cmd`, installs the wasm on a simulated
+//! benchmarking subnet, runs every `__canbench__<name>` query (optionally filtered by a name
+//! pattern) as an anonymous query with argument `()`, and prints canbench's blocks, summary and
+//! table against the committed results, then writes the CSV and results file when asked.
+//!
+//! After canbench's output it adds what canbench does not say: whether each benchmark's measured
+//! step would fit the production limits (5 B per query, 40 B per update, 2 MiB per replicated
+//! reply, 3 MiB per query reply), and how long each took on this machine.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use candid::Principal;
+
+use crate::canbench::{self, BenchResult};
+use crate::canister::{Canister, Code, Limits, Options, Reject};
+use crate::instrument::Metering;
+
+/// Arguments of `stablebench-runner bench` (canbench 0.7's flags, plus `--no-metering`).
+#[derive(clap::Args, Debug, Default)]
+pub struct BenchArgs {
+    /// Only benchmarks whose name contains this.
+    pub pattern: Option<String>,
+    /// Write the results file (canbench_results.yml by default).
+    #[arg(long)]
+    pub persist: bool,
+    /// Write the CSV file (canbench_results.csv by default).
+    #[arg(long)]
+    pub csv: bool,
+    /// No summary unless --show-summary.
+    #[arg(long)]
+    pub less_verbose: bool,
+    /// Do not print the per-benchmark blocks.
+    #[arg(long)]
+    pub hide_results: bool,
+    /// Print the summary even with --less-verbose.
+    #[arg(long)]
+    pub show_summary: bool,
+    /// Print the canister's debug_print output.
+    #[arg(long)]
+    pub show_canister_output: bool,
+    /// Percent change below which a difference is noise.
+    #[arg(long, default_value_t = canbench::DEFAULT_NOISE_THRESHOLD)]
+    pub noise_threshold: f64,
+    /// Run without the metering code (wall time of plain wasmtime; counts are meaningless and
+    /// cannot be persisted). For measuring what metering costs.
+    #[arg(long)]
+    pub no_metering: bool,
+    /// Skip the config's build_cmd.
+    #[arg(long)]
+    pub no_build: bool,
+    /// Exit 1 if the results file is stale: a benchmark added or removed, or instructions that
+    /// moved by more than the noise threshold (CI: results are part of the change).
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// The keys of canbench.yml that canbench 0.7 reads.
+#[derive(serde::Deserialize, Debug)]
+struct Config {
+    wasm_path: PathBuf,
+    build_cmd: Option<String>,
+    results_path: Option<PathBuf>,
+    csv_results_path: Option<PathBuf>,
+    init_args: Option<InitArgs>,
+    stable_memory: Option<StableMemoryFile>,
+    env_vars: Option<serde_yaml::Value>,
+}
+
+#[derive(serde::Deserialize, Debug)]
+struct InitArgs {
+    hex: String,
+}
+
+#[derive(serde::Deserialize, Debug)]
+struct StableMemoryFile {
+    file: PathBuf,
+}
+
+/// The prefix a canister's debug_print line uses to report the reply size a benchmark's result
+/// would have if returned by the matching endpoint (the benchmark itself replies a BenchResult).
+pub const REPLY_BYTES_PREFIX: &str = "stablebench: reply_bytes=";
+
+/// One benchmark's run.
+#[derive(Clone, Debug)]
+pub struct Run {
+    /// Benchmark name (export suffix).
+    pub name: String,
+    /// What the canister measured.
+    pub result: BenchResult,
+    /// Instructions of the whole query (setup and verification included).
+    pub query_instructions: u64,
+    /// Reply bytes of the result, if the canister reported them.
+    pub reply_bytes: Option<u64>,
+    /// Wall time of the query.
+    pub wall: Duration,
+}
+
+/// The benchmark names a wasm exports (`canister_query __canbench__<name>`), in export order.
+pub fn benchmark_names(code: &Code) -> Vec<String> {
+    code.exports.iter().filter_map(|e| e.strip_prefix("canister_query __canbench__")).map(str::to_string).collect()
+}
+
+/// Installs `code` as canbench does (benchmarking subnet, init args, stable memory file) and runs
+/// the benchmarks whose names contain `pattern`, calling `each` after every one.
+pub fn run_benchmarks(
+    code: std::sync::Arc<Code>,
+    init_args: &[u8],
+    stable_memory: Option<&[u8]>,
+    pattern: Option<&str>,
+    print_output: bool,
+    mut each: impl FnMut(&Run),
+) -> Result<Vec<Run>> {
+    let names: Vec<String> = benchmark_names(&code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect();
+    let opts = Options { limits: Limits::BENCHMARK, print_output, ..Options::default() };
+    let (mut canister, _) = Canister::install(code, init_args, opts)?;
+    if let Some(bytes) = stable_memory {
+        canister.set_stable_memory(bytes);
+    }
+    let mut runs = Vec::new();
+    for name in names {
+        let started = Instant::now();
+        let out = canister.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
+        let wall = started.elapsed();
+        let reply = out.result.map_err(|e| BenchError { name: name.clone(), reject: e })?;
+        let result: BenchResult = candid::decode_one(&reply).with_context(|| format!("decoding the result of {name}"))?;
+        let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
+        let run = Run { name, result, query_instructions: out.instructions, reply_bytes, wall };
+        each(&run);
+        runs.push(run);
+    }
+    Ok(runs)
+}
+
+/// A benchmark query that did not reply.
+#[derive(Debug)]
+pub struct BenchError {
+    /// The benchmark.
+    pub name: String,
+    /// Why.
+    pub reject: Reject,
+}
+
+impl std::fmt::Display for BenchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // canbench: "Error executing benchmark <name>. Error:\n<code>: <message>"
+        let code = match self.reject {
+            Reject::Rejected(_) => "CanisterReject",
+            _ => "CanisterError",
+        };
+        write!(f, "Error executing benchmark {}. Error:\n{code}: {}", self.name, self.reject)
+    }
+}
+
+impl std::error::Error for BenchError {}
+
+/// The `bench` command.
+pub fn run(args: &BenchArgs) -> Result<ExitCode> {
+    let cfg_name = std::env::var("CANBENCH_CFG_FILE").unwrap_or_else(|_| "canbench.yml".into());
+    let Ok(cfg_text) = std::fs::read_to_string(&cfg_name) else {
+        eprintln!("configuration file not found: '{cfg_name}'");
+        return Ok(ExitCode::FAILURE);
+    };
+    let cfg: Config = serde_yaml::from_str(&cfg_text).with_context(|| format!("reading {cfg_name}"))?;
+    if cfg.env_vars.is_some() {
+        bail!("{cfg_name}: env_vars are not supported by the offline runner (no ic0.env_var_* yet)");
+    }
+    if let (Some(cmd), false) = (&cfg.build_cmd, args.no_build) {
+        let status = std::process::Command::new("bash").arg("-c").arg(cmd).status().context("running build_cmd")?;
+        if !status.success() {
+            bail!("build_cmd `{cmd}` failed with {status}");
+        }
+    }
+    let results_path = cfg.results_path.clone().unwrap_or_else(|| "canbench_results.yml".into());
+    let csv_path = cfg.csv_results_path.clone().unwrap_or_else(|| "canbench_results.csv".into());
+    let old = match canbench::read_results(&results_path) {
+        Ok(r) => r.map(|r| r.benches).unwrap_or_default(),
+        Err(e) if e.downcast_ref::<canbench::VersionError>().is_some() => {
+            eprintln!("{e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e),
+    };
+    let init_args = match &cfg.init_args {
+        Some(a) => hex_decode(&a.hex).with_context(|| format!("{cfg_name}: init_args.hex"))?,
+        None => Vec::new(),
+    };
+    let stable = cfg.stable_memory.as_ref().map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display()))).transpose()?;
+    if args.no_metering && args.persist {
+        bail!("--no-metering counts nothing: it cannot be combined with --persist");
+    }
+
+    let metering = if args.no_metering { Metering::Off } else { Metering::On };
+    let started = Instant::now();
+    let code = Code::from_file(&cfg.wasm_path, metering)?;
+    let load = started.elapsed();
+    let show_results = !args.hide_results;
+    let runs = run_benchmarks(code, &init_args, stable.as_deref(), args.pattern.as_deref(), args.show_canister_output, |run| {
+        if show_results {
+            print!("{}", canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold));
+        }
+    });
+    let runs = match runs {
+        Ok(r) => r,
+        Err(e) if e.downcast_ref::<BenchError>().is_some() => {
+            eprintln!("{e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e),
+    };
+    let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), r.result.clone())).collect();
+    println!("{}", canbench::SEPARATOR);
+    if !args.less_verbose || args.show_summary {
+        print!("{}", canbench::format_summary_section(&new, &old, args.noise_threshold));
+    }
+    if args.csv {
+        canbench::write_csv(&csv_path, &new, &old, args.noise_threshold)?;
+        print!("{}", canbench::format_csv_saved(&csv_path));
+    }
+    if args.persist {
+        canbench::write_results(&results_path, &new)?;
+        print!("{}", canbench::format_persisted(&results_path));
+    }
+    println!();
+    print!("{}", limits_table(&runs, metering, load, started.elapsed()));
+    if args.check {
+        let stale = stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold);
+        if !stale.is_empty() {
+            eprintln!("{} is stale (regenerate with scripts/bench.sh --persist and commit it with the change):", results_path.display());
+            for line in stale {
+                eprintln!("  {line}");
+            }
+            return Ok(ExitCode::FAILURE);
+        }
+        eprintln!("{} is up to date (every benchmark within {}%)", results_path.display(), args.noise_threshold);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Differences between a run and the committed results that mean the file is stale.
+pub fn stale_results(new: &BTreeMap<String, BenchResult>, old: &BTreeMap<String, BenchResult>, pattern: Option<&str>, noise: f64) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, r) in new {
+        match old.get(name) {
+            None => out.push(format!("{name}: new, not in the results file")),
+            Some(o) => {
+                let (a, b) = (o.total.instructions as f64, r.total.instructions as f64);
+                let pct = if a == 0.0 { if b == 0.0 { 0.0 } else { f64::INFINITY } } else { (b - a) / a * 100.0 };
+                if pct.abs() > noise {
+                    out.push(format!("{name}: {} -> {} instructions ({pct:+.2}%)", o.total.instructions, r.total.instructions));
+                }
+            }
+        }
+    }
+    for name in old.keys().filter(|n| !new.contains_key(*n) && pattern.is_none_or(|p| n.contains(p))) {
+        out.push(format!("{name}: in the results file but no longer a benchmark"));
+    }
+    out
+}
+
+fn hex_decode(s: &str) -> Result<Vec<u8>> {
+    let s = s.trim();
+    if s.len() % 2 != 0 {
+        bail!("odd number of hex digits");
+    }
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| anyhow!("{e}"))).collect()
+}
+
+/// Instructions as canbench prints them (1.23 B).
+fn human(v: u64) -> String {
+    match v {
+        v if v < 10_000 => v.to_string(),
+        v if v < 1_000_000 => format!("{:.2} K", v as f64 / 1e3),
+        v if v < 1_000_000_000 => format!("{:.2} M", v as f64 / 1e6),
+        v if v < 1_000_000_000_000 => format!("{:.2} B", v as f64 / 1e9),
+        v => format!("{:.2} T", v as f64 / 1e12),
+    }
+}
+
+/// Whether each benchmark's measured step fits the production limits, and the wall times.
+pub fn limits_table(runs: &[Run], metering: Metering, load: Duration, total: Duration) -> String {
+    let q = Limits::PRODUCTION.query;
+    let u = Limits::PRODUCTION.update;
+    let fits = |ok: bool| if ok { "yes" } else { "NO" };
+    let mut t = String::from("Production limits (measured step only; instructions, not cycles):\n");
+    t += &format!("| {:<40} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n", "benchmark", "instructions", "5 B query", "40 B update", "reply bytes", "2/3 MiB", "wall");
+    t += &format!("|{:-<42}|{:->14}|{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n", "", "", "", "", "", "", "");
+    for r in runs {
+        let i = r.result.total.instructions;
+        let (bytes, reply_fit) = match r.reply_bytes {
+            Some(b) => (b.to_string(), format!("{}/{}", fits(b <= 2 << 20), fits(b <= 3 << 20))),
+            None => ("-".into(), "-".into()),
+        };
+        t += &format!(
+            "| {:<40} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>7.1}s |\n",
+            r.name,
+            human(i),
+            fits(i <= q),
+            fits(i <= u),
+            bytes,
+            reply_fit,
+            r.wall.as_secs_f64()
+        );
+    }
+    let mode = if metering == Metering::On { "metered" } else { "NOT metered (--no-metering)" };
+    t += &format!(
+        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries the rest). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
+        total.as_secs_f64(),
+        load.as_secs_f64(),
+        runs.len()
+    );
+    t
+}

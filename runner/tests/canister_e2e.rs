@@ -1,0 +1,178 @@
+//! End-to-end tests of the users/orders canister: the real production wasm
+//! (`target/canister/stablebench.wasm`, built by `scripts/build.sh`) through the offline runner.
+
+use std::sync::{Arc, OnceLock};
+
+use candid::{CandidType, Principal};
+use serde::de::DeserializeOwned;
+use stablebench::query::{Rows, Value};
+use stablebench_canister::{Batch, Error, Stats};
+use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Reject};
+use stablebench_runner::host::Trap;
+use stablebench_runner::instrument::Metering;
+
+fn code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench.wasm");
+        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh first (scripts/test.sh does)");
+        Code::from_file(path.as_ref(), Metering::On).expect("the canister wasm loads")
+    })
+    .clone()
+}
+
+fn install(limits: Limits) -> Canister {
+    Canister::install(code(), &candid::encode_args(()).unwrap(), Options { limits, ..Options::default() }).expect("installs").0
+}
+
+fn call<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal, query: bool) -> R {
+    let out = if query { c.query(method, arg, caller) } else { c.update(method, arg, caller) };
+    let reply = out.result.unwrap_or_else(|e| panic!("{method} was rejected: {e}"));
+    candid::decode_one(&reply).unwrap_or_else(|e| panic!("{method}: {e}"))
+}
+
+fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8]) -> R {
+    call(c, method, arg, default_controller(), false)
+}
+
+fn stats(c: &mut Canister) -> Stats {
+    call::<Result<Stats, Error>>(c, "stats", &candid::encode_args(()).unwrap(), Principal::anonymous(), true).expect("stats")
+}
+
+fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
+    call(c, "query_sql", &candid::encode_one(text).unwrap(), default_controller(), true)
+}
+
+fn count(c: &mut Canister, text: &str) -> i64 {
+    match sql(c, text).expect("query").rows[0][0] {
+        Value::Integer(n) => n,
+        ref v => panic!("{text}: not a count: {v:?}"),
+    }
+}
+
+fn load(c: &mut Canister, users: u64, orders: u64) {
+    let unit = candid::encode_args(()).unwrap();
+    update::<Result<(), Error>>(c, "create_schema", &unit).expect("schema");
+    let b: Result<Batch, Error> = update(c, "add_users", &candid::encode_args((0u64, users)).unwrap());
+    assert_eq!(b.unwrap(), Batch { inserted: users, next_offset: users, complete: true });
+    let b: Result<Batch, Error> = update(c, "add_orders", &candid::encode_args((0u64, orders)).unwrap());
+    assert_eq!(b.unwrap(), Batch { inserted: orders, next_offset: orders, complete: true });
+}
+
+fn integrity_ok(c: &mut Canister) -> bool {
+    sql(c, "SELECT * FROM pragma_integrity_check").unwrap().rows == vec![vec![Value::Text("ok".into())]]
+}
+
+#[test]
+fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
+    let mut c = install(Limits::PRODUCTION);
+    load(&mut c, 2_000, 20_000);
+    update::<Result<(), Error>>(&mut c, "create_indexes", &candid::encode_args(()).unwrap()).unwrap();
+    let join = sql(&mut c, &stablebench::workload::select_join_sql(20)).unwrap();
+    let (n, sum) = stablebench::oracle::join(2_000, 20_000, 20);
+    assert_eq!((join.rows.len() as u64, stablebench::oracle::checksum(&join)), (n, sum));
+    assert_eq!(sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap().rows.len(), 2_000);
+    let deleted: Result<u64, Error> = update(&mut c, "delete_orders", &candid::encode_one(2u64).unwrap());
+    assert_eq!(deleted.unwrap(), stablebench::oracle::orders_of_users(2_000, 20_000, 2));
+    let s = stats(&mut c);
+    assert_eq!((s.users, s.orders, s.indexes.len()), (2_000, 20_000 - 20, 2));
+    assert_eq!((s.page_size, s.profile.as_str()), (4096, "reference"));
+    let active = |name: &str| s.pragmas.iter().find(|p| p.name == name).unwrap().value.clone();
+    assert_eq!((active("journal_mode"), active("locking_mode"), active("cache_size")), ("persist".into(), "exclusive".into(), "1000000".into()));
+    assert!(integrity_ok(&mut c));
+}
+
+#[test]
+fn non_controllers_get_not_controller_and_change_nothing() {
+    let mut c = install(Limits::PRODUCTION);
+    load(&mut c, 100, 1_000);
+    let before = stats(&mut c);
+    let anon = Principal::anonymous();
+    let not_controller = Error::NotController { caller: anon };
+    let unit = candid::encode_args(()).unwrap();
+    let batch = candid::encode_args((100u64, 10u64)).unwrap();
+    assert_eq!(call::<Result<(), Error>>(&mut c, "create_schema", &unit, anon, false), Err(not_controller.clone()));
+    assert_eq!(call::<Result<Batch, Error>>(&mut c, "add_users", &batch, anon, false), Err(not_controller.clone()));
+    assert_eq!(call::<Result<u64, Error>>(&mut c, "delete_orders", &candid::encode_one(50u64).unwrap(), anon, false), Err(not_controller.clone()));
+    assert_eq!(call::<Result<(), Error>>(&mut c, "create_indexes", &unit, anon, false), Err(not_controller.clone()));
+    let q = candid::encode_one("SELECT 1").unwrap();
+    assert_eq!(call::<Result<Rows, Error>>(&mut c, "query_sql", &q, anon, true), Err(not_controller));
+    assert_eq!(stats(&mut c), before);
+}
+
+#[test]
+fn bad_input_gets_a_specific_error_and_changes_nothing() {
+    let mut c = install(Limits::PRODUCTION);
+    let unit = candid::encode_args(()).unwrap();
+    let early: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((0u64, 10u64)).unwrap());
+    assert_eq!(early, Err(Error::SchemaMissing));
+    load(&mut c, 100, 1_000);
+    let before = stats(&mut c);
+    let retried: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((0u64, 100u64)).unwrap());
+    assert!(matches!(retried, Err(Error::InvalidArgument { ref message }) if message.contains("next offset is 100")), "{retried:?}");
+    let zero: Result<Batch, Error> = update(&mut c, "add_orders", &candid::encode_args((1_000u64, 0u64)).unwrap());
+    assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");
+    let huge: Result<Batch, Error> = update(&mut c, "add_orders", &candid::encode_args((1_000u64, u64::MAX)).unwrap());
+    assert!(matches!(huge, Err(Error::InvalidArgument { .. })), "{huge:?}");
+    assert!(matches!(sql(&mut c, "DELETE FROM orders"), Err(Error::NotReadOnly { .. })));
+    assert!(matches!(sql(&mut c, "SELEC nonsense"), Err(Error::NotReadOnly { .. })));
+    assert!(matches!(sql(&mut c, "SELECT * FROM no_such_table"), Err(Error::Sqlite { .. })));
+    // A wrong Candid type is rejected by the canister's decoder (a trap: nothing changes).
+    let out = c.update("add_users", &candid::encode_one("not numbers").unwrap(), default_controller());
+    assert!(matches!(out.result, Err(Reject::Trapped(_))), "{:?}", out.result);
+    update::<Result<(), Error>>(&mut c, "create_schema", &unit).unwrap(); // idempotent
+    assert_eq!(stats(&mut c), before);
+    assert!(integrity_ok(&mut c));
+}
+
+#[test]
+fn a_trap_in_the_middle_of_an_update_leaves_the_database_as_it_was() {
+    // An update limit of 200 M instructions stops a 100,000-user insert (about 1.9 B) halfway
+    // through its transaction: the IC discards the whole message.
+    let mut c = install(Limits { update: 200_000_000, ..Limits::PRODUCTION });
+    load(&mut c, 1_000, 5_000);
+    let before = stats(&mut c);
+    let join = sql(&mut c, &stablebench::workload::select_join_sql(10)).unwrap();
+    let out = c.update("add_users", &candid::encode_args((1_000u64, 100_000u64)).unwrap(), default_controller());
+    assert_eq!(out.result, Err(Reject::Trapped(Trap::OutOfInstructions)));
+    assert_eq!(stats(&mut c), before);
+    assert_eq!(sql(&mut c, &stablebench::workload::select_join_sql(10)).unwrap(), join);
+    assert!(integrity_ok(&mut c));
+    // And the canister carries on from where it was.
+    let b: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((1_000u64, 500u64)).unwrap());
+    assert_eq!(b.unwrap().next_offset, 1_500);
+}
+
+#[test]
+fn an_upgrade_keeps_every_row_and_the_settings() {
+    let mut c = install(Limits::PRODUCTION);
+    load(&mut c, 3_000, 30_000);
+    update::<Result<(), Error>>(&mut c, "create_indexes", &candid::encode_args(()).unwrap()).unwrap();
+    let before = stats(&mut c);
+    let like = sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap();
+    for _ in 0..2 {
+        let out = c.upgrade(code(), &candid::encode_args(()).unwrap());
+        assert!(out.result.is_ok(), "{:?}", out.result);
+    }
+    let after = stats(&mut c);
+    assert_eq!((after.users, after.orders, &after.indexes, &after.pragmas), (before.users, before.orders, &before.indexes, &before.pragmas));
+    assert_eq!(sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap(), like);
+    assert_eq!(count(&mut c, "SELECT count(*) FROM orders WHERE user_id <= 30"), 300);
+    assert!(integrity_ok(&mut c));
+    let b: Result<Batch, Error> = update(&mut c, "add_orders", &candid::encode_args((30_000u64, 100u64)).unwrap());
+    assert_eq!(b.unwrap().next_offset, 30_100);
+}
+
+#[test]
+fn a_result_too_large_for_one_reply_is_an_error_not_a_trap() {
+    let mut c = install(Limits::PRODUCTION);
+    load(&mut c, 40_000, 1);
+    match sql(&mut c, "SELECT * FROM users") {
+        Err(Error::ReplyTooLarge { rows_read, limit_bytes }) => {
+            assert_eq!(limit_bytes, 2_000_000);
+            assert!(rows_read < 40_000, "{rows_read}");
+        }
+        other => panic!("expected ReplyTooLarge, got {:?}", other.map(|r| r.rows.len())),
+    }
+    assert_eq!(count(&mut c, "SELECT count(*) FROM users"), 40_000);
+}
