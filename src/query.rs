@@ -96,7 +96,7 @@ pub fn query_rows(
         if bytes > limits.max_reply_bytes {
             return Err(Error::ReplyTooLarge { rows_read: n, limit_bytes: limits.max_reply_bytes });
         }
-        if n % METER_EVERY_ROWS == 0 && meter.exhausted() {
+        if n.is_multiple_of(METER_EVERY_ROWS) && meter.exhausted() {
             return Err(Error::InstructionLimit { rows_done: n, budget: meter.budget() });
         }
     }

@@ -563,7 +563,7 @@ impl Canister {
         let state: SavedState = serde_yaml::from_str(&std::fs::read_to_string(dir.join("state.yml")).with_context(|| format!("no canister saved in {}", dir.display()))?)?;
         let metering = if state.metering { Metering::On } else { Metering::Off };
         let code = Code::from_file(&dir.join("module.wasm"), metering)?;
-        let controllers = state.controllers.iter().map(|t| Principal::from_text(t)).collect::<Result<Vec<_>, _>>()?;
+        let controllers = state.controllers.iter().map(Principal::from_text).collect::<Result<Vec<_>, _>>()?;
         let canister_id = Principal::from_text(&state.canister_id)?;
         let mut host = Host::new(canister_id, controllers.clone());
         host.cycles = state.cycles.parse()?;

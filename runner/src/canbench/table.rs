@@ -56,7 +56,7 @@ pub(crate) fn filter_entries(data: &[Entry], noise_threshold: f64) -> Vec<Entry>
         .collect();
 
     // Sort by name, ascending.
-    filtered.sort_by(|a, b| a.benchmark.full_name().cmp(&b.benchmark.full_name()));
+    filtered.sort_by_key(|a| a.benchmark.full_name());
     // Sort by status.
     filtered.sort_by(|a, b| a.status.cmp(&b.status));
     // Sort by instructions percent diff, descending.
