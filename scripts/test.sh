@@ -27,6 +27,15 @@ done
 log "running the workspace tests"
 cargo test --workspace --locked --release
 
+log "loading a data set in budgeted calls with scripts/load.sh, twice (the second run must add nothing)"
+load_state=$(mktemp -d)
+trap 'rm -rf "$load_state"' EXIT
+for run in 1 2; do
+  stats=$("$ROOT/scripts/load.sh" --users 2000 --orders 20000 --budget 20000000 --state "$load_state" 2>/dev/null)
+  grep -q "users = 2_000 : nat64" <<<"$stats" && grep -q "orders = 20_000 : nat64" <<<"$stats" \
+    || die "scripts/load.sh run $run ended with: $stats"
+done
+
 log "running the nine benchmarks at reference size (offline runner, checked against canbench_results.yml)"
 cargo build --locked --release -p stablebench-runner
 "$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check

@@ -3,8 +3,9 @@
 //! The users/orders workload of the ic-rusqlite reference benchmark
 //! (`shared/seeds/ic-rusqlite-users-orders.md`) as a plain Rust library over a
 //! [`rusqlite::Connection`]: the [`schema`], ordered [`pragma`] profiles, deterministic
-//! [`generate`]d rows, the [`workload`] statements, a read-only [`query`] runner, the [`oracle`]
-//! that predicts every result, and the nine [`bench`]marks.
+//! [`generate`]d rows, the [`workload`] statements, resumable [`jobs`] that stay under a message's
+//! instruction limit, a read-only [`query`] runner, the [`oracle`] that predicts every result, and
+//! the nine [`bench`]marks.
 //!
 //! It has no IC dependency: the canister links it against ic-rusqlite's SQLite over stable
 //! memory, and the tests run it against native SQLite (rusqlite `bundled`).
@@ -13,6 +14,7 @@
 pub mod bench;
 mod error;
 pub mod generate;
+pub mod jobs;
 pub mod oracle;
 pub mod pragma;
 pub mod query;

@@ -56,12 +56,60 @@ pub const METER_EVERY_ROWS: u64 = 256;
 const READ_KEYWORDS: [&str; 4] = ["SELECT", "WITH", "VALUES", "EXPLAIN"];
 
 /// Prepares `sql`, refuses anything that is not a single read-only query, and returns its rows.
+/// Fails with [`Error::ReplyTooLarge`] or [`Error::InstructionLimit`] when a limit is reached.
 pub fn query_rows(
     conn: &Connection,
     sql: &str,
     limits: QueryLimits,
     meter: &dyn Meter,
 ) -> Result<Rows> {
+    read_rows(conn, sql, 0, limits, meter, OnLimit::Fail).map(|(rows, _)| rows)
+}
+
+/// One page of a read-only query's rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct RowsPage {
+    /// The rows of this page.
+    pub rows: Rows,
+    /// Where the next page starts (pass it as `start_row`), if the query has more rows.
+    pub next_row: Option<u64>,
+}
+
+/// Like [`query_rows`], but skips the first `start_row` rows and, instead of failing, stops at
+/// the reply-size limit or the instruction budget and says where to continue. The statement is
+/// run again for every page (skipping costs instructions); the typed reads page by key instead.
+pub fn query_page(
+    conn: &Connection,
+    sql: &str,
+    start_row: u64,
+    limits: QueryLimits,
+    meter: &dyn Meter,
+) -> Result<RowsPage> {
+    let (rows, more) = read_rows(conn, sql, start_row, limits, meter, OnLimit::Stop)?;
+    let next_row = more.then(|| start_row + rows.rows.len() as u64);
+    if next_row == Some(start_row) {
+        return Err(Error::ReplyTooLarge { rows_read: 0, limit_bytes: limits.max_reply_bytes });
+    }
+    Ok(RowsPage { rows, next_row })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OnLimit {
+    Fail,
+    Stop,
+}
+
+/// Reads the rows of `sql` after skipping `skip`; the flag says whether it stopped at a limit
+/// with rows left.
+fn read_rows(
+    conn: &Connection,
+    sql: &str,
+    skip: u64,
+    limits: QueryLimits,
+    meter: &dyn Meter,
+    on_limit: OnLimit,
+) -> Result<(Rows, bool)> {
     let keyword = first_keyword(sql).to_ascii_uppercase();
     if !READ_KEYWORDS.contains(&keyword.as_str()) {
         return Err(Error::NotReadOnly(format!(
@@ -78,8 +126,20 @@ pub fn query_rows(
     let mut bytes: u64 = columns.iter().map(|c| c.len() as u64 + 5).sum();
     let mut out = Vec::new();
     let mut rows = stmt.query(())?;
+    let mut seen = 0u64;
     while let Some(row) = rows.next()? {
+        seen += 1;
+        if seen % METER_EVERY_ROWS == 0 && meter.exhausted() {
+            if on_limit == OnLimit::Stop {
+                return Ok((Rows { columns, rows: out }, true));
+            }
+            return Err(Error::InstructionLimit { rows_done: out.len() as u64, budget: meter.budget() });
+        }
+        if seen <= skip {
+            continue;
+        }
         let mut values = Vec::with_capacity(ncol);
+        let mut row_bytes = 0;
         for i in 0..ncol {
             let v = match row.get_ref(i)? {
                 ValueRef::Null => Value::Null,
@@ -88,19 +148,111 @@ pub fn query_rows(
                 ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
                 ValueRef::Blob(b) => Value::Blob(b.to_vec()),
             };
-            bytes += encoded_size(&v);
+            row_bytes += encoded_size(&v);
             values.push(v);
         }
+        if bytes + row_bytes > limits.max_reply_bytes {
+            if on_limit == OnLimit::Stop {
+                return Ok((Rows { columns, rows: out }, true));
+            }
+            return Err(Error::ReplyTooLarge { rows_read: out.len() as u64 + 1, limit_bytes: limits.max_reply_bytes });
+        }
+        bytes += row_bytes;
         out.push(values);
-        let n = out.len() as u64;
-        if bytes > limits.max_reply_bytes {
-            return Err(Error::ReplyTooLarge { rows_read: n, limit_bytes: limits.max_reply_bytes });
-        }
-        if n.is_multiple_of(METER_EVERY_ROWS) && meter.exhausted() {
-            return Err(Error::InstructionLimit { rows_done: n, budget: meter.budget() });
-        }
     }
-    Ok(Rows { columns, rows: out })
+    Ok((Rows { columns, rows: out }, false))
+}
+
+/// A row of `users`.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct User {
+    /// `user_id`.
+    pub user_id: u64,
+    /// `username`.
+    pub username: String,
+    /// `email`.
+    pub email: String,
+    /// `created_at`, as SQLite stores it (`YYYY-MM-DD HH:MM:SS`).
+    pub created_at: String,
+}
+
+/// A row of `orders`.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Order {
+    /// `order_id`.
+    pub order_id: u64,
+    /// `user_id`.
+    pub user_id: u64,
+    /// `amount`.
+    pub amount: f64,
+    /// `created_at`.
+    pub created_at: String,
+}
+
+/// A page of typed rows, in key order.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Page<T> {
+    /// The rows.
+    pub items: Vec<T>,
+    /// The key to pass as `after` for the next page, if there are more rows.
+    pub next_after: Option<u64>,
+}
+
+/// Users with `user_id > after`, in id order, at most `limit` (keyset pagination: a page costs
+/// the same wherever it starts). Stops early at the reply-size limit or the budget.
+pub fn list_users(conn: &Connection, after: u64, limit: u32, limits: QueryLimits, meter: &dyn Meter) -> Result<Page<User>> {
+    let sql = "SELECT user_id, username, email, created_at FROM users WHERE user_id > ?1 ORDER BY user_id LIMIT ?2";
+    keyset_page(conn, sql, after, limit, limits, meter, |r| {
+        let user = User { user_id: r.get::<_, i64>(0)? as u64, username: r.get(1)?, email: r.get(2)?, created_at: r.get::<_, Option<String>>(3)?.unwrap_or_default() };
+        let size = 8 + 3 * 5 + (user.username.len() + user.email.len() + user.created_at.len()) as u64;
+        Ok((user.user_id, size, user))
+    })
+}
+
+/// Orders with `order_id > after`, in id order, at most `limit`; like [`list_users`].
+pub fn list_orders(conn: &Connection, after: u64, limit: u32, limits: QueryLimits, meter: &dyn Meter) -> Result<Page<Order>> {
+    let sql = "SELECT order_id, user_id, amount, created_at FROM orders WHERE order_id > ?1 ORDER BY order_id LIMIT ?2";
+    keyset_page(conn, sql, after, limit, limits, meter, |r| {
+        let order = Order { order_id: r.get::<_, i64>(0)? as u64, user_id: r.get::<_, i64>(1)? as u64, amount: r.get(2)?, created_at: r.get::<_, Option<String>>(3)?.unwrap_or_default() };
+        Ok((order.order_id, 8 * 3 + 5 + order.created_at.len() as u64, order))
+    })
+}
+
+fn keyset_page<T>(
+    conn: &Connection,
+    sql: &str,
+    after: u64,
+    limit: u32,
+    limits: QueryLimits,
+    meter: &dyn Meter,
+    item: impl Fn(&rusqlite::Row<'_>) -> rusqlite::Result<(u64, u64, T)>,
+) -> Result<Page<T>> {
+    if limit == 0 {
+        return Err(Error::InvalidArgument("limit must be at least 1".into()));
+    }
+    let after = i64::try_from(after).map_err(|_| Error::InvalidArgument(format!("after must be at most {}", i64::MAX)))?;
+    let mut stmt = conn.prepare_cached(sql)?;
+    // One row more than asked for tells whether there is a next page.
+    let mut rows = stmt.query((after, limit as i64 + 1))?;
+    let (mut items, mut bytes, mut last) = (Vec::new(), 0u64, None);
+    while let Some(r) = rows.next()? {
+        let (key, size, t) = item(r)?;
+        let full = items.len() as u64 >= u64::from(limit) || bytes + size > limits.max_reply_bytes;
+        let stop = full || (items.len() as u64 % METER_EVERY_ROWS == METER_EVERY_ROWS - 1 && meter.exhausted());
+        if stop {
+            if items.is_empty() {
+                return Err(Error::ReplyTooLarge { rows_read: 1, limit_bytes: limits.max_reply_bytes });
+            }
+            return Ok(Page { items, next_after: last });
+        }
+        bytes += size;
+        last = Some(key);
+        items.push(t);
+    }
+    Ok(Page { items, next_after: None })
 }
 
 /// Bytes `v` takes in a Candid reply: variant tag (1) plus the payload; text and blob carry a
@@ -212,7 +364,8 @@ mod tests {
         let c = Connection::open_in_memory().unwrap();
         let sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) SELECT i FROM n";
         match query_rows(&c, sql, QueryLimits::UNLIMITED, &After(Default::default())) {
-            Err(Error::InstructionLimit { rows_done, budget: 42 }) => assert_eq!(rows_done, 3 * METER_EVERY_ROWS),
+            // The third check fires on row 768, before it is kept.
+            Err(Error::InstructionLimit { rows_done, budget: 42 }) => assert_eq!(rows_done, 3 * METER_EVERY_ROWS - 1),
             other => panic!("expected InstructionLimit, got {other:?}"),
         }
     }

@@ -31,6 +31,33 @@ pub fn with_conn<R>(f: impl FnOnce(&mut Connection) -> R) -> R {
     ic_rusqlite::with_connection(|mut conn| f(&mut conn))
 }
 
+/// MemoryId of the cell that keeps the active profile's name (ic-rusqlite uses 101..=120).
+#[cfg(target_arch = "wasm32")]
+const PROFILE_MEMORY: u8 = 100;
+
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static PROFILE_CELL: std::cell::RefCell<ic_stable_structures::StableCell<String, ic_stable_structures::memory_manager::VirtualMemory<ic_stable_structures::DefaultMemoryImpl>>> =
+        std::cell::RefCell::new(ic_stable_structures::StableCell::init(
+            ic_rusqlite::MEMORY_MANAGER.with_borrow(|m| m.get(ic_stable_structures::memory_manager::MemoryId::new(PROFILE_MEMORY))),
+            String::new(),
+        ));
+}
+
+/// The profile name saved in stable memory ("" before the first install).
+#[cfg(target_arch = "wasm32")]
+pub fn saved_profile() -> String {
+    PROFILE_CELL.with_borrow(|c| c.get().clone())
+}
+
+/// Saves the profile name in stable memory, where it survives upgrades.
+#[cfg(target_arch = "wasm32")]
+pub fn save_profile(name: &str) {
+    PROFILE_CELL.with_borrow_mut(|c| {
+        c.set(name.to_string());
+    });
+}
+
 /// Closes the connection: releases the EXCLUSIVE lock and drops the page cache before an
 /// upgrade discards the heap. Committed data is already in stable memory.
 #[cfg(target_arch = "wasm32")]
@@ -57,6 +84,23 @@ pub fn open(profile: &Profile) -> Result<()> {
 #[cfg(not(target_arch = "wasm32"))]
 pub fn with_conn<R>(f: impl FnOnce(&mut Connection) -> R) -> R {
     NATIVE.with_borrow_mut(|c| f(c.as_mut().expect("db::open was not called")))
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static NATIVE_PROFILE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Native stand-in for [`saved_profile`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn saved_profile() -> String {
+    NATIVE_PROFILE.with_borrow(|p| p.clone())
+}
+
+/// Native stand-in for [`save_profile`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn save_profile(name: &str) {
+    NATIVE_PROFILE.with_borrow_mut(|p| *p = name.to_string());
 }
 
 /// Native stand-in for [`close`] on wasm32.

@@ -16,16 +16,15 @@ mod limits;
 mod benches;
 
 use candid::{CandidType, Deserialize, Principal};
+use stablebench::jobs::{self, guarded};
 use stablebench::pragma::{self, Profile};
-use stablebench::query::{query_rows, QueryLimits, Rows};
+use stablebench::query::{self, Order, Page, QueryLimits, Rows, RowsPage, User};
 use stablebench::schema::{self, schema_exists};
-use stablebench::workload::{self, next_offset, Table};
+use stablebench::workload;
 
-use limits::{InstructionBudget, MAX_REPLY_BYTES, QUERY_BUDGET, UPDATE_BUDGET};
+pub use stablebench::jobs::{Batch, Deleted, IndexProgress};
 
-/// The pragma profile the canister applies on every open. The seed document's table until the
-/// pragma guide measures alternatives.
-const PROFILE: Profile = pragma::DEFAULT;
+use limits::{InstructionBudget, MAX_REPLY_BYTES, MAX_UPDATE_BUDGET, MIN_BUDGET, QUERY_BUDGET, UPDATE_BUDGET};
 
 /// Why a call failed. Identical in `stablebench.did` (checked by a test).
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
@@ -87,15 +86,13 @@ impl From<stablebench::Error> for Error {
     }
 }
 
-/// What one batch insert did. Call again with `offset = next_offset` until `complete`.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
-pub struct Batch {
-    /// Rows inserted by this call (committed).
-    pub inserted: u64,
-    /// The offset the next call continues from.
-    pub next_offset: u64,
-    /// False if the call stopped at its instruction budget before inserting `count` rows.
-    pub complete: bool,
+/// Install and upgrade argument: `dfx deploy --argument '(opt record { profile = opt "reference" })'`.
+#[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct InitArgs {
+    /// The pragma profile to open the database with (see `pragma_profile`). At install the
+    /// default is `reference`; at upgrade, the profile in use. `page_size` cannot change once
+    /// tables exist: an upgrade asking for another one fails and changes nothing.
+    pub profile: Option<String>,
 }
 
 /// One setting of the active pragma profile.
@@ -158,15 +155,31 @@ pub struct Stats {
     pub pragmas: Vec<ActivePragma>,
 }
 
-fn open_or_trap() {
-    if let Err(e) = db::open(&PROFILE) {
-        ic_cdk::trap(format!("opening the database with profile {}: {e}", PROFILE.name));
+/// The active profile: the one saved at install or the last upgrade.
+fn active_profile() -> Profile {
+    Profile::by_name(&db::saved_profile()).unwrap_or(pragma::DEFAULT)
+}
+
+/// Opens the database with the profile `args` names (or `fallback`), saves its name, and traps
+/// with the reason if the name is unknown or the profile does not apply: an install or upgrade
+/// that traps leaves the canister as it was.
+fn open_with(args: Option<InitArgs>, fallback: Profile) {
+    let profile = match args.and_then(|a| a.profile) {
+        Some(name) => Profile::by_name(&name).unwrap_or_else(|| {
+            let known: Vec<_> = pragma::PROFILES.iter().map(|p| p.name).collect();
+            ic_cdk::trap(format!("unknown pragma profile {name:?}; known profiles: {}", known.join(", ")))
+        }),
+        None => fallback,
+    };
+    if let Err(e) = db::open(&profile) {
+        ic_cdk::trap(format!("opening the database with profile {}: {e}", profile.name));
     }
+    db::save_profile(profile.name);
 }
 
 #[ic_cdk::init]
-fn init() {
-    open_or_trap();
+fn init(args: Option<InitArgs>) {
+    open_with(args, pragma::DEFAULT);
 }
 
 #[ic_cdk::pre_upgrade]
@@ -175,8 +188,8 @@ fn pre_upgrade() {
 }
 
 #[ic_cdk::post_upgrade]
-fn post_upgrade() {
-    open_or_trap();
+fn post_upgrade(args: Option<InitArgs>) {
+    open_with(args, active_profile());
 }
 
 fn require_controller() -> Result<(), Error> {
@@ -196,24 +209,19 @@ fn require_schema(conn: &db::Connection) -> Result<(), Error> {
     }
 }
 
-/// Batches append: `offset` must be where the table's generator left off, so a retried call
-/// gets an error instead of inserting its rows twice.
-fn check_batch(table: Table, offset: u64, count: u64, next: u64) -> Result<(), Error> {
-    let invalid = |message: String| Err(Error::InvalidArgument { message });
-    if count == 0 {
-        return invalid("count must be at least 1".into());
+/// The instruction budget of an update: `budget` if given and within
+/// [`MIN_BUDGET`, `MAX_UPDATE_BUDGET`], else [`UPDATE_BUDGET`].
+fn update_budget(budget: Option<u64>) -> Result<InstructionBudget, Error> {
+    match budget {
+        None => Ok(InstructionBudget(UPDATE_BUDGET)),
+        Some(b) if (MIN_BUDGET..=MAX_UPDATE_BUDGET).contains(&b) => Ok(InstructionBudget(b)),
+        Some(b) => Err(Error::InvalidArgument {
+            message: format!("budget {b} is outside {MIN_BUDGET} ..= {MAX_UPDATE_BUDGET} instructions"),
+        }),
     }
-    if offset.checked_add(count).is_none_or(|end| end > i64::MAX as u64) {
-        return invalid(format!("offset + count exceeds {} (SQLite's largest row id)", i64::MAX));
-    }
-    if offset != next {
-        return invalid(format!(
-            "offset {offset} does not continue table {}: the next offset is {next}",
-            table.name()
-        ));
-    }
-    Ok(())
 }
+
+const QUERY_LIMITS: QueryLimits = QueryLimits { max_reply_bytes: MAX_REPLY_BYTES };
 
 /// Creates the `users` and `orders` tables if they do not exist. Controllers only.
 #[ic_cdk::update]
@@ -222,60 +230,56 @@ fn create_schema() -> Result<(), Error> {
     db::with_conn(|conn| Ok(schema::create_schema(conn)?))
 }
 
-/// Inserts users `offset + 1 ..= offset + count` (`user{id}`, `user{id}@example.com`) in one
-/// transaction, stopping early (and committing) at the instruction budget. Controllers only.
+/// Loads users `offset + 1 ..= offset + count` (`user{id}`, `user{id}@example.com`) in one
+/// transaction, stopping (and committing) at the instruction budget (default 30 B). Rows that
+/// already exist are skipped, so a repeated call inserts nothing twice; call again from
+/// `next_offset` until `complete`. Controllers only.
 #[ic_cdk::update]
-fn add_users(offset: u64, count: u64) -> Result<Batch, Error> {
+fn add_users(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
     require_controller()?;
+    let meter = update_budget(budget)?;
     db::with_conn(|conn| {
         require_schema(conn)?;
-        check_batch(Table::Users, offset, count, next_offset(conn, Table::Users)?)?;
-        let inserted = workload::insert_users(conn, offset, count, &InstructionBudget(UPDATE_BUDGET))?;
-        Ok(Batch { inserted, next_offset: offset + inserted, complete: inserted == count })
+        Ok(jobs::load_users(conn, offset, count, &meter)?)
     })
 }
 
-/// Inserts orders for generator indexes `offset .. offset + count`, spread over the users that
-/// exist (user of order i: `(i + 1) * 13 mod users + 1`), in one transaction, stopping early (and
-/// committing) at the instruction budget. Controllers only.
+/// Loads orders for generator indexes `offset .. offset + count`, spread over the users that
+/// exist (user of order i: `(i + 1) * 13 mod users + 1`), with the same budget and resume rules
+/// as `add_users`. Controllers only.
 #[ic_cdk::update]
-fn add_orders(offset: u64, count: u64) -> Result<Batch, Error> {
+fn add_orders(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
     require_controller()?;
+    let meter = update_budget(budget)?;
     db::with_conn(|conn| {
         require_schema(conn)?;
-        let users = workload::count_users(conn)?;
-        if users == 0 {
-            return Err(Error::InvalidArgument { message: "there are no users yet: call add_users first".into() });
-        }
-        check_batch(Table::Orders, offset, count, next_offset(conn, Table::Orders)?)?;
-        let budget = InstructionBudget(UPDATE_BUDGET);
-        let inserted = workload::insert_orders(conn, offset, count, users, &budget)?;
-        Ok(Batch { inserted, next_offset: offset + inserted, complete: inserted == count })
+        Ok(jobs::load_orders(conn, offset, count, &meter)?)
     })
 }
 
-/// Creates the indexes on `users(email)` and `orders(user_id)` if they do not exist.
-/// Controllers only.
+/// Creates the missing indexes on `users(email)` and `orders(user_id)`, one per transaction,
+/// until the budget is used; call again until `complete`. An index too big for one message is
+/// refused with the remedy (create indexes before loading). Controllers only.
 #[ic_cdk::update]
-fn create_indexes() -> Result<(), Error> {
+fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
     require_controller()?;
+    let meter = update_budget(budget)?;
     db::with_conn(|conn| {
         require_schema(conn)?;
-        Ok(schema::create_indexes(conn)?)
+        Ok(jobs::create_indexes(conn, &meter)?)
     })
 }
 
-/// `DELETE FROM orders WHERE user_id <= max_user_id`; returns the number of orders deleted.
-/// Controllers only.
+/// Deletes the orders of users `1 ..= max_user_id` (`DELETE FROM orders WHERE user_id <= ?`),
+/// window by window from `from_order_id` (default 0) until the budget is used; call again from
+/// `next_order_id` until `complete`. Controllers only.
 #[ic_cdk::update]
-fn delete_orders(max_user_id: u64) -> Result<u64, Error> {
+fn delete_orders(max_user_id: u64, from_order_id: Option<u64>, budget: Option<u64>) -> Result<Deleted, Error> {
     require_controller()?;
-    if max_user_id > i64::MAX as u64 {
-        return Err(Error::InvalidArgument { message: format!("max_user_id must be at most {}", i64::MAX) });
-    }
+    let meter = update_budget(budget)?;
     db::with_conn(|conn| {
         require_schema(conn)?;
-        Ok(workload::delete_orders_of_users(conn, max_user_id)?)
+        Ok(jobs::delete_orders_of_users(conn, max_user_id, from_order_id.unwrap_or(0), &meter)?)
     })
 }
 
@@ -285,8 +289,38 @@ fn delete_orders(max_user_id: u64) -> Result<u64, Error> {
 #[ic_cdk::query]
 fn query_sql(sql: String) -> Result<Rows, Error> {
     require_controller()?;
-    let limits = QueryLimits { max_reply_bytes: MAX_REPLY_BYTES };
-    db::with_conn(|conn| Ok(query_rows(conn, &sql, limits, &InstructionBudget(QUERY_BUDGET))?))
+    let meter = InstructionBudget(QUERY_BUDGET);
+    db::with_conn(|conn| Ok(guarded(conn, &meter, || query::query_rows(conn, &sql, QUERY_LIMITS, &meter))?))
+}
+
+/// Like `query_sql`, from row `start_row` on, returning as many rows as fit one reply and the
+/// instruction budget, and `next_row` to continue from. Controllers only (raw SQL).
+#[ic_cdk::query]
+fn query_sql_page(sql: String, start_row: u64) -> Result<RowsPage, Error> {
+    require_controller()?;
+    let meter = InstructionBudget(QUERY_BUDGET);
+    db::with_conn(|conn| Ok(guarded(conn, &meter, || query::query_page(conn, &sql, start_row, QUERY_LIMITS, &meter))?))
+}
+
+/// Users with `user_id > after`, in id order, at most `limit`, as many as fit one reply; pass
+/// `next_after` back for the next page.
+#[ic_cdk::query]
+fn list_users(after: u64, limit: u32) -> Result<Page<User>, Error> {
+    let meter = InstructionBudget(QUERY_BUDGET);
+    db::with_conn(|conn| {
+        require_schema(conn)?;
+        Ok(guarded(conn, &meter, || query::list_users(conn, after, limit, QUERY_LIMITS, &meter))?)
+    })
+}
+
+/// Orders with `order_id > after`, in id order, at most `limit`; like `list_users`.
+#[ic_cdk::query]
+fn list_orders(after: u64, limit: u32) -> Result<Page<Order>, Error> {
+    let meter = InstructionBudget(QUERY_BUDGET);
+    db::with_conn(|conn| {
+        require_schema(conn)?;
+        Ok(guarded(conn, &meter, || query::list_orders(conn, after, limit, QUERY_LIMITS, &meter))?)
+    })
 }
 
 /// Row counts, file and memory sizes, and the active pragmas.
@@ -312,7 +346,7 @@ fn stats() -> Result<Stats, Error> {
             database_bytes: page_size * page_count,
             stable_memory_bytes: memory::stable_bytes(),
             heap_bytes: memory::heap_bytes(),
-            profile: PROFILE.name.to_string(),
+            profile: active_profile().name.to_string(),
             pragmas: pragma::read_active(conn)?
                 .into_iter()
                 .map(|(name, value)| ActivePragma { name, value })
@@ -324,10 +358,11 @@ fn stats() -> Result<Stats, Error> {
 /// The active pragma profile with the reason for each value, in the order it is applied.
 #[ic_cdk::query]
 fn pragma_profile() -> ProfileInfo {
+    let profile = active_profile();
     ProfileInfo {
-        name: PROFILE.name.into(),
-        source: PROFILE.source.into(),
-        pragmas: PROFILE
+        name: profile.name.into(),
+        source: profile.source.into(),
+        pragmas: profile
             .pragmas
             .iter()
             .map(|p| PragmaSetting { name: p.name.into(), value: p.value.into(), why: p.why.into() })
@@ -391,15 +426,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn batches_must_continue_the_table_and_fit_row_ids() {
-        let err = |r: Result<(), Error>| match r {
-            Err(Error::InvalidArgument { message }) => message,
-            other => panic!("expected InvalidArgument, got {other:?}"),
-        };
-        assert!(check_batch(Table::Users, 0, 10, 0).is_ok());
-        assert!(err(check_batch(Table::Users, 0, 0, 0)).contains("at least 1"));
-        assert!(err(check_batch(Table::Users, 0, u64::MAX, 0)).contains("largest row id"));
-        assert!(err(check_batch(Table::Orders, 5, 10, 20)).contains("next offset is 20"));
+    fn budgets_outside_the_allowed_range_are_refused() {
+        assert_eq!(update_budget(None).unwrap().0, UPDATE_BUDGET);
+        assert_eq!(update_budget(Some(MIN_BUDGET)).unwrap().0, MIN_BUDGET);
+        for b in [0, MIN_BUDGET - 1, MAX_UPDATE_BUDGET + 1, u64::MAX] {
+            assert!(matches!(update_budget(Some(b)), Err(Error::InvalidArgument { .. })), "{b}");
+        }
     }
 
     #[test]

@@ -15,6 +15,14 @@ pub const QUERY_INSTRUCTION_LIMIT: u64 = 5_000_000_000;
 /// 1 per byte), and for the reply.
 pub const UPDATE_BUDGET: u64 = 30_000_000_000;
 
+/// The largest budget a caller may ask an update for: 4 B below the limit, for the COMMIT and
+/// the reply.
+pub const MAX_UPDATE_BUDGET: u64 = 36_000_000_000;
+
+/// The smallest budget a caller may ask for (smaller ones could not insert a single batch of
+/// rows between two meter readings).
+pub const MIN_BUDGET: u64 = 10_000_000;
+
 /// Reads stop at this many instructions: the rest of the 5 B is for encoding and sending the
 /// reply (msg_reply_data_append costs 50 instructions per byte: 100 M for 2 MB).
 pub const QUERY_BUDGET: u64 = 4_000_000_000;
@@ -24,7 +32,7 @@ pub const QUERY_BUDGET: u64 = 4_000_000_000;
 pub const MAX_REPLY_BYTES: u64 = 2_000_000;
 
 // The budgets must leave room below the limits they guard.
-const _: () = assert!(UPDATE_BUDGET < UPDATE_INSTRUCTION_LIMIT && QUERY_BUDGET < QUERY_INSTRUCTION_LIMIT);
+const _: () = assert!(UPDATE_BUDGET <= MAX_UPDATE_BUDGET && MAX_UPDATE_BUDGET < UPDATE_INSTRUCTION_LIMIT && QUERY_BUDGET < QUERY_INSTRUCTION_LIMIT);
 
 /// A [`Meter`] over the IC performance counter (instructions executed in this message).
 #[derive(Clone, Copy, Debug)]

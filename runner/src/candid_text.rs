@@ -34,7 +34,9 @@ pub fn encode_args(args: &str, method: &str, iface: Option<&Interface>) -> Resul
     Ok(match iface {
         Some(i) => {
             let f = i.env.get_method(&i.actor, method).map_err(|e| anyhow!("{e}"))?;
-            parsed.to_bytes_with_types(&i.env, &f.args).with_context(|| format!("the arguments do not fit {method}'s signature"))?
+            pad_optional(parsed, &i.env, &f.args)
+                .to_bytes_with_types(&i.env, &f.args)
+                .with_context(|| format!("the arguments do not fit {method}'s signature"))?
         }
         None => parsed.to_bytes()?,
     })
@@ -58,8 +60,22 @@ pub fn encode_init_args(args: &str, iface: Option<&Interface>) -> Result<Vec<u8>
     let parsed = candid_parser::parse_idl_args(args).with_context(|| format!("parsing the Candid arguments {args:?}"))?;
     match iface.map(|i| (i, i.actor.as_ref())) {
         Some((i, candid::types::TypeInner::Class(init, _))) => {
-            Ok(parsed.to_bytes_with_types(&i.env, init).context("the arguments do not fit the init signature")?)
+            Ok(pad_optional(parsed, &i.env, init).to_bytes_with_types(&i.env, init).context("the arguments do not fit the init signature")?)
         }
         _ => Ok(parsed.to_bytes()?),
     }
+}
+
+/// Appends `null` for missing trailing arguments of type `opt` (or `null`, `reserved`), as
+/// `dfx canister call` does: `()` is a valid argument for `(opt InitArgs)`.
+fn pad_optional(mut args: IDLArgs, env: &TypeEnv, types: &[Type]) -> IDLArgs {
+    use candid::types::TypeInner;
+    while args.args.len() < types.len() {
+        let ty = env.trace_type(&types[args.args.len()]).unwrap_or_else(|_| types[args.args.len()].clone());
+        match ty.as_ref() {
+            TypeInner::Opt(_) | TypeInner::Null | TypeInner::Reserved => args.args.push(candid::IDLValue::None),
+            _ => break,
+        }
+    }
+    args
 }

@@ -87,7 +87,19 @@ pub enum Reject {
     DidNotReply,
     /// The canister exports no such method.
     NoSuchMethod(String),
+    /// The IC refuses the message before the canister sees it: its argument is over the
+    /// ingress limit.
+    TooLarge {
+        /// Argument size.
+        bytes: u64,
+        /// The limit.
+        limit: u64,
+    },
 }
+
+/// Largest ingress message argument the IC accepts (MAX_INGRESS_BYTES_PER_MESSAGE, 2 MiB on
+/// application subnets).
+pub const MAX_INGRESS_BYTES: u64 = 2 << 20;
 
 impl std::fmt::Display for Reject {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -96,6 +108,7 @@ impl std::fmt::Display for Reject {
             Reject::Rejected(m) => write!(f, "Canister rejected the message: {m}"),
             Reject::DidNotReply => write!(f, "Canister did not reply to the call"),
             Reject::NoSuchMethod(m) => write!(f, "Canister has no method {m:?}"),
+            Reject::TooLarge { bytes, limit } => write!(f, "The message's {bytes} bytes exceed the ingress limit of {limit} bytes"),
         }
     }
 }
@@ -382,9 +395,16 @@ impl Canister {
     }
 
     fn message(&mut self, kind: Kind, export: &str, method: &str, arg: &[u8], caller: Principal) -> Outcome {
-        if !self.code.exports(export) {
+        let refused = if arg.len() as u64 > MAX_INGRESS_BYTES {
+            Some(Reject::TooLarge { bytes: arg.len() as u64, limit: MAX_INGRESS_BYTES })
+        } else if !self.code.exports(export) {
+            Some(Reject::NoSuchMethod(method.to_string()))
+        } else {
+            None
+        };
+        if let Some(reject) = refused {
             return Outcome {
-                result: Err(Reject::NoSuchMethod(method.to_string())),
+                result: Err(reject),
                 instructions: 0,
                 dirtied_pages: 0,
                 heap_bytes: self.heap_bytes(),

@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
 use stablebench::query::{Rows, Value};
-use stablebench_canister::{Batch, Error, Stats};
+use stablebench_canister::{Batch, Deleted, Error, IndexProgress, Stats};
 use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Reject};
 use stablebench_runner::host::Trap;
 use stablebench_runner::instrument::Metering;
@@ -23,6 +23,14 @@ fn code() -> Arc<Code> {
 
 fn install(limits: Limits) -> Canister {
     Canister::install(code(), &candid::encode_args(()).unwrap(), Options { limits, ..Options::default() }).expect("installs").0
+}
+
+fn unit() -> Vec<u8> {
+    candid::encode_args(()).unwrap()
+}
+
+fn create_indexes(c: &mut Canister) -> IndexProgress {
+    update::<Result<IndexProgress, Error>>(c, "create_indexes", &unit()).expect("create_indexes")
 }
 
 fn call<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal, query: bool) -> R {
@@ -67,13 +75,14 @@ fn integrity_ok(c: &mut Canister) -> bool {
 fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
     let mut c = install(Limits::PRODUCTION);
     load(&mut c, 2_000, 20_000);
-    update::<Result<(), Error>>(&mut c, "create_indexes", &candid::encode_args(()).unwrap()).unwrap();
+    assert!(create_indexes(&mut c).complete);
     let join = sql(&mut c, &stablebench::workload::select_join_sql(20)).unwrap();
     let (n, sum) = stablebench::oracle::join(2_000, 20_000, 20);
     assert_eq!((join.rows.len() as u64, stablebench::oracle::checksum(&join)), (n, sum));
     assert_eq!(sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap().rows.len(), 2_000);
-    let deleted: Result<u64, Error> = update(&mut c, "delete_orders", &candid::encode_one(2u64).unwrap());
-    assert_eq!(deleted.unwrap(), stablebench::oracle::orders_of_users(2_000, 20_000, 2));
+    let deleted: Result<Deleted, Error> = update(&mut c, "delete_orders", &candid::encode_one(2u64).unwrap());
+    let deleted = deleted.unwrap();
+    assert_eq!((deleted.deleted, deleted.complete), (stablebench::oracle::orders_of_users(2_000, 20_000, 2), true));
     let s = stats(&mut c);
     assert_eq!((s.users, s.orders, s.indexes.len()), (2_000, 20_000 - 20, 2));
     assert_eq!((s.page_size, s.profile.as_str()), (4096, "reference"));
@@ -89,12 +98,12 @@ fn non_controllers_get_not_controller_and_change_nothing() {
     let before = stats(&mut c);
     let anon = Principal::anonymous();
     let not_controller = Error::NotController { caller: anon };
-    let unit = candid::encode_args(()).unwrap();
+    let unit = unit();
     let batch = candid::encode_args((100u64, 10u64)).unwrap();
     assert_eq!(call::<Result<(), Error>>(&mut c, "create_schema", &unit, anon, false), Err(not_controller.clone()));
     assert_eq!(call::<Result<Batch, Error>>(&mut c, "add_users", &batch, anon, false), Err(not_controller.clone()));
-    assert_eq!(call::<Result<u64, Error>>(&mut c, "delete_orders", &candid::encode_one(50u64).unwrap(), anon, false), Err(not_controller.clone()));
-    assert_eq!(call::<Result<(), Error>>(&mut c, "create_indexes", &unit, anon, false), Err(not_controller.clone()));
+    assert_eq!(call::<Result<Deleted, Error>>(&mut c, "delete_orders", &candid::encode_one(50u64).unwrap(), anon, false), Err(not_controller.clone()));
+    assert_eq!(call::<Result<IndexProgress, Error>>(&mut c, "create_indexes", &unit, anon, false), Err(not_controller.clone()));
     let q = candid::encode_one("SELECT 1").unwrap();
     assert_eq!(call::<Result<Rows, Error>>(&mut c, "query_sql", &q, anon, true), Err(not_controller));
     assert_eq!(stats(&mut c), before);
@@ -103,13 +112,17 @@ fn non_controllers_get_not_controller_and_change_nothing() {
 #[test]
 fn bad_input_gets_a_specific_error_and_changes_nothing() {
     let mut c = install(Limits::PRODUCTION);
-    let unit = candid::encode_args(()).unwrap();
+    let unit = unit();
     let early: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((0u64, 10u64)).unwrap());
     assert_eq!(early, Err(Error::SchemaMissing));
     load(&mut c, 100, 1_000);
     let before = stats(&mut c);
     let retried: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((0u64, 100u64)).unwrap());
-    assert!(matches!(retried, Err(Error::InvalidArgument { ref message }) if message.contains("next offset is 100")), "{retried:?}");
+    assert_eq!(retried, Ok(Batch { inserted: 0, next_offset: 100, complete: true }), "a repeated batch adds nothing");
+    let gap: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((101u64, 5u64)).unwrap());
+    assert!(matches!(gap, Err(Error::InvalidArgument { ref message }) if message.contains("continue from offset 100")), "{gap:?}");
+    let budget: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((100u64, 5u64, Some(1u64))).unwrap());
+    assert!(matches!(budget, Err(Error::InvalidArgument { ref message }) if message.contains("budget")), "{budget:?}");
     let zero: Result<Batch, Error> = update(&mut c, "add_orders", &candid::encode_args((1_000u64, 0u64)).unwrap());
     assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");
     let huge: Result<Batch, Error> = update(&mut c, "add_orders", &candid::encode_args((1_000u64, u64::MAX)).unwrap());
@@ -144,10 +157,22 @@ fn a_trap_in_the_middle_of_an_update_leaves_the_database_as_it_was() {
 }
 
 #[test]
+fn a_query_that_would_pass_its_instruction_limit_stops_with_an_error() {
+    let mut c = install(Limits::PRODUCTION);
+    load(&mut c, 10, 10);
+    // No row comes out before the aggregate has run: only SQLite's progress handler can stop it.
+    let text = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000000) SELECT sum(i) FROM n";
+    match sql(&mut c, text) {
+        Err(Error::InstructionLimit { budget, .. }) => assert_eq!(budget, 4_000_000_000),
+        other => panic!("expected InstructionLimit, got {other:?}"),
+    }
+}
+
+#[test]
 fn an_upgrade_keeps_every_row_and_the_settings() {
     let mut c = install(Limits::PRODUCTION);
     load(&mut c, 3_000, 30_000);
-    update::<Result<(), Error>>(&mut c, "create_indexes", &candid::encode_args(()).unwrap()).unwrap();
+    assert!(create_indexes(&mut c).complete);
     let before = stats(&mut c);
     let like = sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap();
     for _ in 0..2 {

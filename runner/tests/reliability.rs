@@ -1,0 +1,306 @@
+//! Nothing lost: faults, upgrades, message limits and hostile input, on the real production wasm
+//! (`target/canister/stablebench.wasm`) through the offline runner with production limits.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use candid::{CandidType, Principal};
+use serde::de::DeserializeOwned;
+use stablebench::oracle;
+use stablebench::pragma::PROFILES;
+use stablebench::query::{Order, Page, Rows, RowsPage, User, Value};
+use stablebench::workload::select_join_sql;
+use stablebench_canister::{Batch, Deleted, Error, IndexProgress, InitArgs, ProfileInfo, Stats};
+use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Outcome, Reject};
+use stablebench_runner::instrument::Metering;
+
+fn code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench.wasm");
+        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh first (scripts/test.sh does)");
+        Code::from_file(path.as_ref(), Metering::On).expect("the canister wasm loads")
+    })
+    .clone()
+}
+
+fn init_arg(profile: Option<&str>) -> Vec<u8> {
+    candid::encode_one(Some(InitArgs { profile: profile.map(str::to_string) })).unwrap()
+}
+
+fn install(profile: Option<&str>) -> Canister {
+    Canister::install(code(), &init_arg(profile), Options { limits: Limits::PRODUCTION, ..Options::default() }).expect("installs").0
+}
+
+fn decode<R: CandidType + DeserializeOwned>(out: Outcome, what: &str) -> R {
+    let reply = out.result.unwrap_or_else(|e| panic!("{what} was rejected: {e}"));
+    candid::decode_one(&reply).unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: Vec<u8>) -> R {
+    decode(c.update(method, &arg, default_controller()), method)
+}
+
+fn query<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: Vec<u8>) -> R {
+    decode(c.query(method, &arg, default_controller()), method)
+}
+
+fn stats(c: &mut Canister) -> Stats {
+    query::<Result<Stats, Error>>(c, "stats", candid::encode_args(()).unwrap()).expect("stats")
+}
+
+fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
+    query(c, "query_sql", candid::encode_one(text).unwrap())
+}
+
+/// `PRAGMA quick_check` (integrity_check without the index-content cross-check, which costs
+/// more than one 5 B query at reference size) through the read-only endpoint.
+fn quick_check_ok(c: &mut Canister) -> bool {
+    sql(c, "SELECT * FROM pragma_quick_check").expect("quick_check").rows == vec![vec![Value::Text("ok".into())]]
+}
+
+fn integrity_ok(c: &mut Canister) -> bool {
+    sql(c, "SELECT * FROM pragma_integrity_check").expect("integrity_check").rows == vec![vec![Value::Text("ok".into())]]
+}
+
+/// Calls `add_users`/`add_orders` from `offset` until `complete`, upgrading the canister after
+/// every `upgrade_every`-th call and repeating every `retry_every`-th call (as after a lost
+/// reply); returns (calls including retries, upgrades, retries).
+fn load_all(c: &mut Canister, method: &str, total: u64, budget: u64, upgrade_every: u32, retry_every: u32) -> (u32, u32, u32) {
+    let (mut offset, mut calls, mut upgrades, mut retries) = (0u64, 0u32, 0u32, 0u32);
+    loop {
+        let arg = candid::encode_args((offset, total - offset, Some(budget))).unwrap();
+        let b: Batch = update::<Result<Batch, Error>>(c, method, arg.clone()).expect(method);
+        calls += 1;
+        if calls % retry_every == 0 {
+            // The same arguments again: rows the first call committed are skipped.
+            let again: Batch = update::<Result<Batch, Error>>(c, method, arg).expect(method);
+            calls += 1;
+            assert_eq!(again.inserted, if b.complete { 0 } else { again.inserted }, "a retry never re-inserts");
+            assert!(again.next_offset >= b.next_offset);
+            offset = again.next_offset;
+            retries += 1;
+            if again.complete {
+                break;
+            }
+        } else {
+            offset = b.next_offset;
+            if b.complete {
+                break;
+            }
+        }
+        if calls % upgrade_every == 0 {
+            let out = c.upgrade(code(), &init_arg(None));
+            assert!(out.result.is_ok(), "upgrade: {:?}", out.result);
+            upgrades += 1;
+        }
+    }
+    (calls, upgrades, retries)
+}
+
+#[test]
+fn a_million_orders_load_through_budgeted_calls_despite_upgrades_and_retries() {
+    let mut c = install(None);
+    update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
+    // 4 B per call: every call stays at a tenth of the 40 B limit.
+    let (uc, uu, ur) = load_all(&mut c, "add_users", 100_000, 500_000_000, 1, 2);
+    let (oc, ou, or) = load_all(&mut c, "add_orders", 1_000_000, 4_000_000_000, 2, 3);
+    assert!(oc >= 5, "1M orders (about 19.5 B instructions) took {oc} calls of at most 4 B");
+    let s = stats(&mut c);
+    assert_eq!((s.users, s.orders), (100_000, 1_000_000));
+    let mut index_calls = 0;
+    loop {
+        let p: IndexProgress = update::<Result<IndexProgress, Error>>(&mut c, "create_indexes", candid::encode_one(Some(8_000_000_000u64)).unwrap()).unwrap();
+        index_calls += 1;
+        if p.complete {
+            break;
+        }
+    }
+    let join = sql(&mut c, &select_join_sql(1_000)).unwrap();
+    assert_eq!((join.rows.len() as u64, oracle::checksum(&join)), oracle::join(100_000, 1_000_000, 1_000));
+    assert!(quick_check_ok(&mut c));
+    eprintln!(
+        "reliability: loaded 100,000 users in {uc} calls ({uu} upgrades, {ur} retries) and 1,000,000 orders in {oc} calls \
+         ({ou} upgrades, {or} retries) (users at 0.5 B, orders at 4 B instructions per call); indexes in {index_calls} calls; all rows verified"
+    );
+}
+
+#[test]
+fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
+    for profile in PROFILES {
+        let mut c = install(Some(profile.name));
+        update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
+        update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 5_000u64)).unwrap()).unwrap();
+        update::<Result<Batch, Error>>(&mut c, "add_orders", candid::encode_args((0u64, 50_000u64)).unwrap()).unwrap();
+        let like = sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap();
+        let before = stats(&mut c);
+        assert_eq!(before.profile, profile.name);
+        for other in PROFILES.iter().map(|p| p.name).chain([profile.name]) {
+            // Upgrade without an argument (the profile stays), then switch to `other`.
+            for arg in [None, Some(other)] {
+                let out = c.upgrade(code(), &init_arg(arg));
+                assert!(out.result.is_ok(), "{} -> {arg:?}: {:?}", profile.name, out.result);
+                let after = stats(&mut c);
+                assert_eq!((after.users, after.orders), (5_000, 50_000), "{} -> {arg:?}", profile.name);
+                assert_eq!(sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap(), like);
+                assert!(integrity_ok(&mut c));
+            }
+            let active: ProfileInfo = query(&mut c, "pragma_profile", candid::encode_args(()).unwrap());
+            assert_eq!(active.name, other);
+        }
+    }
+}
+
+#[test]
+fn an_unknown_profile_fails_the_install_and_leaves_an_upgraded_canister_as_it_was() {
+    let err = Canister::install(code(), &init_arg(Some("fastest")), Options::default()).err().expect("install fails");
+    assert!(format!("{err:#}").contains("unknown pragma profile \"fastest\""), "{err:#}");
+    let mut c = install(Some("ic-rusqlite"));
+    update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
+    update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 100u64)).unwrap()).unwrap();
+    let before = stats(&mut c);
+    let out = c.upgrade(code(), &init_arg(Some("fastest")));
+    assert!(matches!(out.result, Err(Reject::Trapped(_))), "{:?}", out.result);
+    assert_eq!(stats(&mut c), before);
+}
+
+/// xorshift64*: a fixed-seed generator, so every run makes the same calls.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn pick<T: Copy>(&mut self, xs: &[T]) -> T {
+        xs[self.below(xs.len() as u64) as usize]
+    }
+}
+
+const SQL: &[&str] = &[
+    "SELECT count(*) FROM users",
+    "SELECT * FROM orders WHERE user_id = 3",
+    "WITH t AS (SELECT user_id FROM users) SELECT max(user_id) FROM t",
+    "EXPLAIN SELECT * FROM users",
+    "DELETE FROM users",
+    "DROP TABLE orders",
+    "INSERT INTO users (username, email) VALUES ('x', 'y')",
+    "UPDATE orders SET amount = 0",
+    "PRAGMA journal_mode = OFF",
+    "ATTACH ':memory:' AS evil",
+    "BEGIN; DELETE FROM orders",
+    "SELECT 1; DELETE FROM orders",
+    "SELECT * FROM nowhere",
+    "SELEC 1",
+    "",
+    "WITH x AS (DELETE FROM users RETURNING *) SELECT * FROM x",
+    "SELECT * FROM users, orders, orders AS o2 LIMIT 100000",
+    "SELECT zeroblob(3000000)",
+];
+
+#[test]
+fn generated_hostile_calls_never_lose_or_corrupt_data() {
+    let mut c = install(None);
+    let mut rng = Rng(0x5EED_CAFE_F00D_0001);
+    let controller = default_controller();
+    let other = Principal::from_slice(&[7; 29]);
+    // The model: rows the canister should hold, and where the order generator continues
+    // (deletes remove orders but do not move it).
+    let (mut users, mut orders, mut orders_next, mut schema) = (0u64, 0u64, 0u64, false);
+    let mut tally: BTreeMap<String, u32> = BTreeMap::new();
+    const CALLS: u32 = 400;
+    for i in 0..CALLS {
+        let caller = match rng.below(10) {
+            0..=5 => controller,
+            6..=7 => Principal::anonymous(),
+            _ => other,
+        };
+        // Half the time the value a well-behaved caller would send, else an edge value.
+        let n = |rng: &mut Rng, next: u64| {
+            let small = rng.below(600);
+            if rng.below(2) == 0 { next } else { rng.pick(&[0, 1, next + 1, small, u64::MAX, i64::MAX as u64]) }
+        };
+        let budget = if rng.below(2) == 0 { None } else { rng.pick(&[Some(0u64), Some(10_000_000), Some(50_000_000), Some(u64::MAX)]) };
+        let method = rng.pick(&[
+            "create_schema", "add_users", "add_orders", "create_indexes", "delete_orders", "query_sql",
+            "query_sql_page", "list_users", "list_orders", "garbage", "oversized",
+        ]);
+        let (method, arg, is_query): (&str, Vec<u8>, bool) = match method {
+            "create_schema" => (method, candid::encode_args(()).unwrap(), false),
+            "add_users" => (method, candid::encode_args((n(&mut rng, users), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(), false),
+            "add_orders" => (method, candid::encode_args((n(&mut rng, orders_next), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(), false),
+            "create_indexes" => (method, candid::encode_args((budget,)).unwrap(), false),
+            "delete_orders" => (method, candid::encode_args((rng.pick(&[0, 1, 3, u64::MAX]), rng.pick(&[None, Some(0u64), Some(u64::MAX)]), budget)).unwrap(), false),
+            "query_sql" => (method, candid::encode_one(rng.pick(SQL)).unwrap(), true),
+            "query_sql_page" => (method, candid::encode_args((rng.pick(SQL), rng.pick(&[0u64, 5, u64::MAX]))).unwrap(), true),
+            "list_users" | "list_orders" => (method, candid::encode_args((rng.pick(&[0u64, 10, u64::MAX]), rng.pick(&[0u32, 1, 100, u32::MAX]))).unwrap(), true),
+            "garbage" => (rng.pick(&["add_users", "add_orders", "delete_orders"]), (0..rng.below(40)).map(|_| rng.next() as u8).collect(), false),
+            _ => ("add_users", vec![0u8; (2 << 20) + 1], false),
+        };
+        let out = if is_query { c.query(method, &arg, caller) } else { c.update(method, &arg, caller) };
+        let kind = match &out.result {
+            Err(Reject::Trapped(_)) => "trap (bad Candid)".to_string(),
+            Err(Reject::TooLarge { .. }) => "refused: over the ingress limit".to_string(),
+            Err(e) => panic!("call {i} {method}: unexpected reject {e}"),
+            Ok(reply) => {
+                let err: Option<Error> = match method {
+                    "create_schema" => candid::decode_one::<Result<(), Error>>(reply).unwrap().map(|()| schema = true).err(),
+                    "add_users" => match candid::decode_one::<Result<Batch, Error>>(reply).unwrap() {
+                        Ok(b) => {
+                            users += b.inserted;
+                            None
+                        }
+                        Err(e) => Some(e),
+                    },
+                    "add_orders" => match candid::decode_one::<Result<Batch, Error>>(reply).unwrap() {
+                        Ok(b) => {
+                            orders += b.inserted;
+                            orders_next = b.next_offset;
+                            None
+                        }
+                        Err(e) => Some(e),
+                    },
+                    "create_indexes" => candid::decode_one::<Result<IndexProgress, Error>>(reply).unwrap().err(),
+                    "delete_orders" => match candid::decode_one::<Result<Deleted, Error>>(reply).unwrap() {
+                        Ok(d) => {
+                            orders -= d.deleted;
+                            None
+                        }
+                        Err(e) => Some(e),
+                    },
+                    "query_sql" => candid::decode_one::<Result<Rows, Error>>(reply).unwrap().err(),
+                    "query_sql_page" => candid::decode_one::<Result<RowsPage, Error>>(reply).unwrap().err(),
+                    "list_users" => candid::decode_one::<Result<Page<User>, Error>>(reply).unwrap().err(),
+                    _ => candid::decode_one::<Result<Page<Order>, Error>>(reply).unwrap().err(),
+                };
+                match err {
+                    None => "ok".to_string(),
+                    Some(e) => {
+                        if caller != controller && !matches!(method, "list_users" | "list_orders") {
+                            assert_eq!(e, Error::NotController { caller }, "call {i} {method}");
+                        }
+                        let name = format!("{e:?}");
+                        format!("error {}", name.split([' ', '{', '(']).next().unwrap())
+                    }
+                }
+            }
+        };
+        *tally.entry(kind).or_default() += 1;
+        // After every call: the counts the model expects, and an intact database.
+        let s = stats(&mut c);
+        assert_eq!((s.schema, s.users, s.orders), (schema, users, orders), "after call {i} ({method})");
+        if schema {
+            assert!(integrity_ok(&mut c), "after call {i} ({method})");
+        }
+    }
+    eprintln!("reliability: {CALLS} generated calls (seed 0x5EED_CAFE_F00D_0001), outcomes {tally:?}; integrity and row counts checked after each");
+    for kind in ["ok", "error NotController", "error InvalidArgument", "error NotReadOnly", "error Sqlite", "trap (bad Candid)", "refused: over the ingress limit"] {
+        assert!(tally.get(kind).copied().unwrap_or(0) > 0, "the generator never produced {kind}: {tally:?}");
+    }
+    assert!(users > 0 && orders > 0, "the generator loaded data ({users} users, {orders} orders)");
+}

@@ -1,0 +1,192 @@
+//! Work that may exceed one message, split into calls that each stay under an instruction
+//! budget, commit, and say where to continue. Every call is idempotent: repeating one (a retry
+//! after a lost reply, or after an upgrade) never duplicates or loses rows.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rusqlite::Connection;
+
+use crate::schema::{index_names, CREATE_INDEXES};
+use crate::workload::{self, next_offset, Table};
+use crate::{Error, Meter, Result};
+
+/// SQLite virtual-machine steps between two budget checks of the progress handler. A step is a
+/// few dozen to a few hundred wasm instructions, so the budget is overshot by well under 10 M.
+pub const PROGRESS_STEPS: i32 = 10_000;
+
+/// Order ids covered by one DELETE statement of [`delete_orders_of_users`].
+pub const DELETE_WINDOW: u64 = 10_000;
+
+/// What one batch of a resumable load did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Batch {
+    /// Rows inserted by this call (committed).
+    pub inserted: u64,
+    /// The offset the next call continues from.
+    pub next_offset: u64,
+    /// True when every row of `offset .. offset + count` is present.
+    pub complete: bool,
+}
+
+/// Loads users `offset .. offset + count` (ids `offset + 1 ..`), continuing from the rows already
+/// present: rows that exist are skipped, so repeating a call changes nothing. An offset past the
+/// table's end would leave a gap in the ids and is refused.
+pub fn load_users(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Meter) -> Result<Batch> {
+    load(conn, Table::Users, offset, count, |conn, start, n| workload::insert_users(conn, start, n, meter))
+}
+
+/// Loads orders for generator indexes `offset .. offset + count`, spread over the users present,
+/// with the same resumable, idempotent rules as [`load_users`].
+pub fn load_orders(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Meter) -> Result<Batch> {
+    let users = workload::count_users(conn)?;
+    if users == 0 {
+        return Err(Error::InvalidArgument("there are no users yet: load users first".into()));
+    }
+    load(conn, Table::Orders, offset, count, |conn, start, n| workload::insert_orders(conn, start, n, users, meter))
+}
+
+fn load(
+    conn: &mut Connection,
+    table: Table,
+    offset: u64,
+    count: u64,
+    insert: impl FnOnce(&mut Connection, u64, u64) -> Result<u64>,
+) -> Result<Batch> {
+    if count == 0 {
+        return Err(Error::InvalidArgument("count must be at least 1".into()));
+    }
+    let end = match offset.checked_add(count) {
+        Some(end) if end <= i64::MAX as u64 => end,
+        _ => return Err(Error::InvalidArgument(format!("offset + count exceeds {} (SQLite's largest row id)", i64::MAX))),
+    };
+    let next = next_offset(conn, table)?;
+    if offset > next {
+        return Err(Error::InvalidArgument(format!(
+            "offset {offset} is past the end of table {}: continue from offset {next}",
+            table.name()
+        )));
+    }
+    let start = next.max(offset);
+    let inserted = if start < end { insert(conn, start, end - start)? } else { 0 };
+    Ok(Batch { inserted, next_offset: start + inserted, complete: start + inserted >= end })
+}
+
+/// Runs `f` with SQLite's progress handler checking `meter`: a statement still running when the
+/// budget is used up is interrupted (its transaction rolled back by the caller) and the call
+/// fails with [`Error::InstructionLimit`] instead of the message trapping at the IC's limit.
+pub fn guarded<M, T>(conn: &Connection, meter: &M, f: impl FnOnce() -> Result<T>) -> Result<T>
+where
+    M: Meter + Clone + Send + 'static,
+{
+    let tripped = Arc::new(AtomicBool::new(false));
+    let (m, t) = (meter.clone(), tripped.clone());
+    conn.progress_handler(
+        PROGRESS_STEPS,
+        Some(move || {
+            let stop = m.exhausted();
+            t.store(stop, Ordering::Relaxed);
+            stop
+        }),
+    )?;
+    let result = f();
+    conn.progress_handler(0, None::<fn() -> bool>)?;
+    match result {
+        Err(Error::Sqlite(_)) if tripped.load(Ordering::Relaxed) => {
+            Err(Error::InstructionLimit { rows_done: 0, budget: meter.budget() })
+        }
+        other => other,
+    }
+}
+
+/// Progress of [`create_indexes`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct IndexProgress {
+    /// Indexes created by this call.
+    pub created: Vec<String>,
+    /// Indexes still to create.
+    pub remaining: Vec<String>,
+    /// True when all indexes exist.
+    pub complete: bool,
+}
+
+/// The index a `CREATE INDEX IF NOT EXISTS <name> ON ...` statement creates.
+fn index_name(sql: &str) -> &str {
+    sql.split_whitespace().nth(5).unwrap_or(sql)
+}
+
+/// Creates the missing indexes one statement (one transaction) at a time until `meter` runs
+/// out; call again until `complete`. An index that alone needs more than the budget cannot be
+/// built in one message: that is an [`Error::InstructionLimit`] with nothing changed, and the
+/// remedy is to create the indexes before loading (inserts then maintain them row by row).
+pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, meter: &M) -> Result<IndexProgress> {
+    let mut created = Vec::new();
+    for sql in CREATE_INDEXES {
+        let name = index_name(sql);
+        if index_names(conn)?.iter().any(|n| n == name) {
+            continue;
+        }
+        if meter.exhausted() {
+            break;
+        }
+        let tx = conn.transaction()?;
+        match guarded(&tx, meter, || Ok(tx.execute(sql, ())?)) {
+            Ok(_) => tx.commit()?,
+            Err(Error::InstructionLimit { budget, .. }) if created.is_empty() => {
+                return Err(Error::InvalidArgument(format!(
+                    "creating {name} needs more than the budget of {budget} instructions in one message; \
+                     create the indexes before loading the data instead"
+                )))
+            }
+            Err(Error::InstructionLimit { .. }) => break,
+            Err(e) => return Err(e),
+        }
+        created.push(name.to_string());
+    }
+    let existing = index_names(conn)?;
+    let remaining: Vec<String> =
+        CREATE_INDEXES.iter().map(|s| index_name(s).to_string()).filter(|n| !existing.contains(n)).collect();
+    Ok(IndexProgress { complete: remaining.is_empty(), created, remaining })
+}
+
+/// What one call of [`delete_orders_of_users`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Deleted {
+    /// Orders deleted by this call (committed).
+    pub deleted: u64,
+    /// Orders up to this id have been processed: pass it as `from_order_id` to continue.
+    pub next_order_id: u64,
+    /// True when every order has been processed.
+    pub complete: bool,
+}
+
+/// Deletes the orders of users `1 ..= max_user_id` with ids above `from_order_id`, one window of
+/// [`DELETE_WINDOW`] order ids per statement, until the last order or until `meter` runs out,
+/// in one transaction; call again from `next_order_id` until `complete`. A window's cost is
+/// bounded (at most that many rows are visited), so the budget is checked between windows and
+/// no statement has to be interrupted (an interrupt would roll back the whole transaction).
+/// Repeating a call deletes nothing more.
+pub fn delete_orders_of_users(conn: &mut Connection, max_user_id: u64, from_order_id: u64, meter: &dyn Meter) -> Result<Deleted> {
+    for (what, v) in [("max_user_id", max_user_id), ("from_order_id", from_order_id)] {
+        if v > i64::MAX as u64 {
+            return Err(Error::InvalidArgument(format!("{what} must be at most {}", i64::MAX)));
+        }
+    }
+    let tx = conn.transaction()?;
+    let last: i64 = tx.query_row("SELECT coalesce(max(order_id), 0) FROM orders", (), |r| r.get(0))?;
+    let (mut after, mut deleted) = (from_order_id as i64, 0u64);
+    {
+        let mut delete = tx.prepare("DELETE FROM orders WHERE order_id > ?1 AND order_id <= ?2 AND user_id <= ?3")?;
+        while after < last && !meter.exhausted() {
+            let upto = after.saturating_add(DELETE_WINDOW as i64).min(last);
+            deleted += delete.execute((after, upto, max_user_id as i64))? as u64;
+            after = upto;
+        }
+    }
+    tx.commit()?;
+    let next_order_id = after.max(from_order_id as i64) as u64;
+    Ok(Deleted { deleted, next_order_id, complete: after >= last })
+}
