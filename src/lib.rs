@@ -18,6 +18,7 @@ pub mod jobs;
 pub mod oracle;
 pub mod pragma;
 pub mod query;
+pub mod report;
 pub mod schema;
 pub mod workload;
 

@@ -24,90 +24,179 @@ pub struct Pragma {
     pub why: &'static str,
 }
 
+/// Where a profile keeps the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// A file in stable memory (ic-rusqlite's mounted memory): survives upgrades.
+    StableMemory,
+    /// SQLite's `:memory:` database in the wasm heap: no stable-memory cost at all, and lost on
+    /// upgrade. The floor no stable-memory setup can beat; benchmarks only.
+    Heap,
+}
+
 /// A named, ordered list of settings applied right after a connection is opened.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Profile {
-    /// Profile name, used in stats and (later) in benchmark names.
+    /// Profile name: an identifier, used in benchmark names (`..._<name>`) and the init argument.
     pub name: &'static str,
-    /// Where the values come from.
+    /// Where the values come from, or what this profile changes against `reference`.
     pub source: &'static str,
+    /// Where the database lives.
+    pub storage: Storage,
+    /// Whether COMMIT and ROLLBACK stay atomic (false for `journal_mode = OFF`).
+    pub atomic: bool,
     /// The settings, in the order they are applied.
     pub pragmas: &'static [Pragma],
+}
+
+const PAGE_4K: Pragma = Pragma {
+    name: "page_size",
+    value: "4096",
+    why: "SQLite's default. One 4 KiB SQLite page is one 4 KiB OS page of stable memory, \
+          the unit the IC charges 1,000 instructions for when a message first dirties it. \
+          Only takes effect before the first table exists, so it is applied first.",
+};
+const LOCK_EXCLUSIVE: Pragma = Pragma {
+    name: "locking_mode",
+    value: "EXCLUSIVE",
+    why: "The canister is the database's only client: take the file lock once and keep \
+          it instead of locking and unlocking around every transaction. Applied before \
+          journal_mode so that WAL, if chosen, never needs shared memory.",
+};
+const JOURNAL_PERSIST: Pragma = Pragma {
+    name: "journal_mode",
+    value: "PERSIST",
+    why: "Keeps the rollback journal file and zeroes its header at commit instead of \
+          deleting and re-creating it: fewer file-system calls through the WASI \
+          polyfill, while COMMIT and ROLLBACK stay atomic (OFF is faster but loses \
+          ROLLBACK).",
+};
+const SYNC_NORMAL: Pragma = Pragma {
+    name: "synchronous",
+    value: "NORMAL",
+    why: "The reference's value. On the IC a message's stable-memory writes are \
+          committed or discarded as a whole, so the level only changes how many \
+          sync calls reach the polyfill, and those cost nothing measurable: OFF and FULL \
+          gave the same instructions on all nine benchmarks.",
+};
+const TEMP_MEMORY: Pragma = Pragma {
+    name: "temp_store",
+    value: "MEMORY",
+    why: "Temporary tables and sort spills (the join's ORDER BY) stay in the heap \
+          instead of temporary files in the polyfill's file system, which also avoids \
+          SQLite failing to create a temp file during complex queries.",
+};
+const CACHE_WHOLE: Pragma = Pragma {
+    name: "cache_size",
+    value: "1000000",
+    why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database, \
+          tens of MiB for the reference data) stay in the heap page cache, so repeated \
+          reads do not go back to stable memory (20 instructions + 1 per byte per \
+          read). Costs heap, which counts against the wasm memory limit.",
+};
+
+/// One of the reference's settings replaced by `value` (the sweep's one-factor-at-a-time change).
+const fn set(base: Pragma, value: &'static str, why: &'static str) -> Pragma {
+    Pragma { name: base.name, value, why }
+}
+
+/// A sweep profile: the reference with one setting changed.
+const fn sweep(name: &'static str, source: &'static str, atomic: bool, pragmas: &'static [Pragma]) -> Profile {
+    Profile { name, source, storage: Storage::StableMemory, atomic, pragmas }
 }
 
 /// The settings of the reference benchmark (the seed document's pragma table), in our order.
 pub const REFERENCE: Profile = Profile {
     name: "reference",
     source: "the pragma table of the ic-rusqlite users-orders benchmark (shared/seeds)",
-    pragmas: &[
-        Pragma {
-            name: "page_size",
-            value: "4096",
-            why: "SQLite's default. One 4 KiB SQLite page is one 4 KiB OS page of stable memory, \
-                  the unit the IC charges 1,000 instructions for when a message first dirties it. \
-                  Only takes effect before the first table exists, so it is applied first.",
-        },
-        Pragma {
-            name: "locking_mode",
-            value: "EXCLUSIVE",
-            why: "The canister is the database's only client: take the file lock once and keep \
-                  it instead of locking and unlocking around every transaction. Applied before \
-                  journal_mode so that WAL, if chosen, never needs shared memory.",
-        },
-        Pragma {
-            name: "journal_mode",
-            value: "PERSIST",
-            why: "Keeps the rollback journal file and zeroes its header at commit instead of \
-                  deleting and re-creating it: fewer file-system calls through the WASI \
-                  polyfill, while COMMIT and ROLLBACK stay atomic (OFF is faster but loses \
-                  ROLLBACK).",
-        },
-        Pragma {
-            name: "synchronous",
-            value: "NORMAL",
-            why: "The reference's value. On the IC a message's stable-memory writes are \
-                  committed or discarded as a whole, so the level only changes how many \
-                  sync calls reach the polyfill; the pragma guide measures OFF.",
-        },
-        Pragma {
-            name: "temp_store",
-            value: "MEMORY",
-            why: "Temporary tables and sort spills (the join's ORDER BY) stay in the heap \
-                  instead of temporary files in the polyfill's file system, which also avoids \
-                  SQLite failing to create a temp file during complex queries.",
-        },
-        Pragma {
-            name: "cache_size",
-            value: "1000000",
-            why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database, \
-                  tens of MiB for the reference data) stay in the heap page cache, so repeated \
-                  reads do not go back to stable memory (20 instructions + 1 per byte per \
-                  read). Costs heap, which counts against the wasm memory limit.",
-        },
-    ],
+    storage: Storage::StableMemory,
+    atomic: true,
+    pragmas: &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE],
 };
 
 /// ic-rusqlite 0.5's own defaults (`ConnectionConfig::default`), applied in our order instead of
 /// the library's `HashMap` order.
 pub const IC_RUSQLITE: Profile = Profile {
-    name: "ic-rusqlite",
+    name: "ic_rusqlite",
     source: "ic-rusqlite 0.5 ConnectionConfig::default",
+    storage: Storage::StableMemory,
+    atomic: true,
     pragmas: &[
-        Pragma { name: "page_size", value: "4096", why: "ic-rusqlite's default page size." },
-        Pragma { name: "locking_mode", value: "EXCLUSIVE", why: "Single client: keep the lock." },
-        Pragma { name: "journal_mode", value: "PERSIST", why: "Reuse the journal file." },
-        Pragma { name: "synchronous", value: "OFF", why: "No sync calls at all." },
-        Pragma { name: "temp_store", value: "MEMORY", why: "No temporary files." },
-        Pragma { name: "cache_size", value: "500000", why: "Mostly work in the heap cache." },
+        PAGE_4K,
+        LOCK_EXCLUSIVE,
+        JOURNAL_PERSIST,
+        set(SYNC_NORMAL, "OFF", "ic-rusqlite's default: no sync calls at all."),
+        TEMP_MEMORY,
+        set(CACHE_WHOLE, "500000", "ic-rusqlite's default: 500,000 pages."),
     ],
 };
 
-/// Every profile this crate defines.
-pub const PROFILES: [Profile; 2] = [REFERENCE, IC_RUSQLITE];
+/// The database in the heap (`:memory:`): the floor for every stable-memory profile.
+pub const MEMORY: Profile = Profile {
+    name: "memory",
+    source: "SQLite's :memory: database in the wasm heap, no stable memory (the floor)",
+    storage: Storage::Heap,
+    atomic: true,
+    pragmas: &[
+        PAGE_4K,
+        set(SYNC_NORMAL, "OFF", "Nothing to sync in the heap."),
+        TEMP_MEMORY,
+        set(CACHE_WHOLE, "1000000", "An in-memory database lives in its page cache."),
+    ],
+};
 
-/// The profile the canister applies today: the seed's table, until the pragma guide measures
-/// alternatives.
-pub const DEFAULT: Profile = REFERENCE;
+/// The reference with the rollback journal in the heap: the recommended profile (see the
+/// README's pragma guide for the measurements).
+pub const JOURNAL_MEMORY: Profile = sweep(
+    "journal_memory",
+    "journal_mode MEMORY",
+    true,
+    &[
+        PAGE_4K,
+        LOCK_EXCLUSIVE,
+        set(
+            JOURNAL_PERSIST,
+            "MEMORY",
+            "The rollback journal lives in the heap: a transaction's original pages are never \
+             written to stable memory, so a write transaction dirties fewer stable-memory pages \
+             (1,000 instructions each). ROLLBACK still works within the message. What is lost \
+             is recovery from a hot journal after a crash, which the IC makes unnecessary: a \
+             message's stable-memory writes are kept or discarded as a whole, so a trap mid-\
+             transaction leaves the previous commit intact. Keep every transaction inside one \
+             message (never open across an await or an upgrade).",
+        ),
+        SYNC_NORMAL,
+        TEMP_MEMORY,
+        CACHE_WHOLE,
+    ],
+);
+
+/// Every profile, in the order benchmarks and reports list them: the reference, the library's
+/// defaults, the heap floor, then the sweep (the reference with one setting changed).
+pub const PROFILES: [Profile; 17] = [
+    REFERENCE,
+    IC_RUSQLITE,
+    MEMORY,
+    sweep("journal_truncate", "journal_mode TRUNCATE", true, &[PAGE_4K, LOCK_EXCLUSIVE, set(JOURNAL_PERSIST, "TRUNCATE", "Truncate the journal to 0 bytes at commit."), SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    JOURNAL_MEMORY,
+    sweep("journal_wal", "journal_mode WAL (EXCLUSIVE locking, so no shared memory)", true, &[PAGE_4K, LOCK_EXCLUSIVE, set(JOURNAL_PERSIST, "WAL", "Write-ahead log in a second file of the polyfill's file system."), SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("journal_off", "journal_mode OFF (ROLLBACK does nothing: not atomic)", false, &[PAGE_4K, LOCK_EXCLUSIVE, set(JOURNAL_PERSIST, "OFF", "No journal: ROLLBACK cannot undo anything."), SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("sync_off", "synchronous OFF", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, set(SYNC_NORMAL, "OFF", "No sync calls."), TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("sync_full", "synchronous FULL", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, set(SYNC_NORMAL, "FULL", "Sync after every journal write."), TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("page_8k", "page_size 8192", true, &[set(PAGE_4K, "8192", "8 KiB pages: two OS pages each."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("page_16k", "page_size 16384", true, &[set(PAGE_4K, "16384", "16 KiB pages."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("page_32k", "page_size 32768", true, &[set(PAGE_4K, "32768", "32 KiB pages."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("page_64k", "page_size 65536", true, &[set(PAGE_4K, "65536", "64 KiB pages, SQLite's largest."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("cache_8mib", "cache_size 2000 pages (8 MiB)", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, set(CACHE_WHOLE, "2000", "A small cache: 2,000 pages.")]),
+    sweep("cache_40mib", "cache_size 10000 pages (40 MiB)", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, set(CACHE_WHOLE, "10000", "10,000 pages: about half the reference database.")]),
+    sweep("locking_normal", "locking_mode NORMAL", true, &[PAGE_4K, set(LOCK_EXCLUSIVE, "NORMAL", "Lock and unlock around every transaction."), JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep("temp_file", "temp_store FILE", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, set(TEMP_MEMORY, "FILE", "Temporary tables and sorts in files of the polyfill's file system."), CACHE_WHOLE]),
+];
+
+/// The profile the canister applies unless its install argument names another: the pragma
+/// guide's recommendation, the fastest profile on the nine benchmarks together that keeps
+/// COMMIT/ROLLBACK atomic, keeps the database in stable memory and fits the wasm memory limit.
+pub const DEFAULT: Profile = JOURNAL_MEMORY;
 
 /// The pragmas reported by [`read_active`], in this order.
 pub const REPORTED: [&str; 8] = [
@@ -125,6 +214,18 @@ impl Profile {
     /// Finds a profile by name.
     pub fn by_name(name: &str) -> Option<Profile> {
         PROFILES.into_iter().find(|p| p.name == name)
+    }
+
+    /// Whether a canister may run this profile: its database must survive upgrades (stable
+    /// memory) and COMMIT/ROLLBACK must stay atomic. The error says why not.
+    pub fn deployable(&self) -> std::result::Result<(), String> {
+        if self.storage == Storage::Heap {
+            return Err(format!("profile {} keeps the database in the heap, which every upgrade discards: it is for benchmarks only", self.name));
+        }
+        if !self.atomic {
+            return Err(format!("profile {} is not atomic ({}): it is for benchmarks only", self.name, self.source));
+        }
+        Ok(())
     }
 
     /// Applies the settings in order, then reads each back and fails with
@@ -189,14 +290,27 @@ mod tests {
         for profile in PROFILES {
             let names: Vec<_> = profile.pragmas.iter().map(|p| p.name).collect();
             assert_eq!(names.first(), Some(&"page_size"), "{}", profile.name);
-            let pos = |n| names.iter().position(|&x| x == n).unwrap();
-            assert!(pos("locking_mode") < pos("journal_mode"), "{}", profile.name);
+            if let (Some(lock), Some(journal)) = (names.iter().position(|&x| x == "locking_mode"), names.iter().position(|&x| x == "journal_mode")) {
+                assert!(lock < journal, "{}", profile.name);
+            }
         }
     }
 
     #[test]
+    fn names_are_unique_identifiers_and_only_safe_profiles_deploy() {
+        let mut names: Vec<_> = PROFILES.iter().map(|p| p.name).collect();
+        assert!(names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')));
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), PROFILES.len());
+        assert!(REFERENCE.deployable().is_ok() && IC_RUSQLITE.deployable().is_ok());
+        assert!(MEMORY.deployable().unwrap_err().contains("heap"));
+        assert!(Profile::by_name("journal_off").unwrap().deployable().unwrap_err().contains("not atomic"));
+    }
+
+    #[test]
     fn profiles_apply_and_read_back_on_a_new_database() -> Result<()> {
-        for profile in PROFILES {
+        for profile in PROFILES.into_iter().filter(|p| p.storage == Storage::StableMemory) {
             let dir = std::env::temp_dir().join(format!("stablebench-pragma-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let path = dir.join(format!("{}.db", profile.name));
@@ -205,9 +319,9 @@ mod tests {
             profile.apply(&conn)?;
             let active = read_active(&conn)?;
             let get = |n: &str| active.iter().find(|(k, _)| k == n).unwrap().1.clone();
-            assert_eq!(get("journal_mode"), "persist");
-            assert_eq!(get("locking_mode"), "exclusive");
-            assert_eq!(get("temp_store"), "2");
+            for p in profile.pragmas {
+                assert_eq!(normalize(p.name, &get(p.name)), normalize(p.name, p.value), "{} {}", profile.name, p.name);
+            }
             drop(conn);
             std::fs::remove_dir_all(&dir).ok();
         }

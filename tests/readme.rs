@@ -1,10 +1,13 @@
-//! The README's pragma, benchmark and results tables are generated from what they describe (the
-//! code, and canbench_results.yml);
+//! The README's pragma, benchmark and results tables and docs/results.{md,svg} are generated from
+//! what they describe (the code, and canbench_results.yml);
 //! this test fails when they drift apart (the reference README's table did not match what its
-//! library applied). Regenerate with `STABLEBENCH_REGENERATE_README=1 cargo test --test readme`.
+//! library applied). Regenerate with `scripts/report.sh`.
+
+use std::collections::BTreeMap;
 
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
+use stablebench::report::{self, Measured};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -18,58 +21,39 @@ fn pragma_table() -> String {
 }
 
 fn bench_table() -> String {
-    let mut t = String::from("| seed row | benchmark (canbench name) | reference step |\n|---|---|---|\n");
+    let mut t = String::from("| seed row | benchmark (canbench name: `<this>_<profile>`) | reference step |\n|---|---|---|\n");
     for (i, b) in BENCHES.iter().enumerate() {
         t += &format!("| {} | `{}` | {} |\n", i + 1, b.name(), b.seed_row());
     }
     t
 }
 
-/// The measured numbers, from the committed canbench_results.yml (never typed by hand).
-fn results_table() -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/canbench_results.yml");
-    let yml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    let mut t = String::from(
-        "| seed row | benchmark | instructions | heap increase | stable memory increase | fits a 5 B query | fits a 40 B update |\n|---|---|---:|---:|---:|---|---|\n",
-    );
-    for (i, b) in BENCHES.iter().enumerate() {
-        let total = &yml["benches"][b.name()]["total"];
-        let n = |k: &str| total[k].as_u64().unwrap_or_else(|| panic!("{} has no {k} in canbench_results.yml", b.name()));
-        let ins = n("instructions");
-        let yes = |ok: bool| if ok { "yes" } else { "no" };
-        t += &format!(
-            "| {} | `{}` | {} ({}) | {} pages | {} pages | {} | {} |\n",
-            i + 1,
-            b.name(),
-            human(ins),
-            group(ins),
-            n("heap_increase"),
-            n("stable_memory_increase"),
-            yes(ins <= 5_000_000_000),
-            yes(ins <= 40_000_000_000)
-        );
-    }
-    t
+const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/canbench_results.yml");
+const RESULTS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.md");
+const RESULTS_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.svg");
+
+/// The measured results (canbench_results.yml) as the report reads them.
+fn measured() -> BTreeMap<String, Measured> {
+    let yml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(RESULTS).unwrap()).unwrap();
+    let benches = yml["benches"].as_mapping().expect("benches in canbench_results.yml");
+    benches
+        .iter()
+        .map(|(name, r)| {
+            let n = |k: &str| r["total"][k].as_u64().unwrap_or(0);
+            let m = Measured { instructions: n("instructions"), heap_increase: n("heap_increase"), stable_memory_increase: n("stable_memory_increase") };
+            (name.as_str().unwrap().to_string(), m)
+        })
+        .collect()
 }
 
-fn human(v: u64) -> String {
-    match v {
-        v if v < 1_000_000 => format!("{:.2} K", v as f64 / 1e3),
-        v if v < 1_000_000_000 => format!("{:.2} M", v as f64 / 1e6),
-        v => format!("{:.2} B", v as f64 / 1e9),
+/// The date the results were produced: STABLEBENCH_RESULTS_DATE when regenerating, else the
+/// one docs/results.md already states.
+fn results_date() -> String {
+    if let Ok(d) = std::env::var("STABLEBENCH_RESULTS_DATE") {
+        return d;
     }
-}
-
-fn group(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    let md = std::fs::read_to_string(RESULTS_MD).unwrap_or_default();
+    md.split("` on ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("(unknown date)").to_string()
 }
 
 /// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
@@ -81,14 +65,26 @@ fn splice(doc: &str, name: &str, body: &str) -> String {
 }
 
 #[test]
-fn readme_tables_match_the_code() {
+fn readme_tables_and_the_report_match_the_code_and_the_results() {
+    let measured = measured();
+    for name in measured.keys() {
+        assert!(report::split_name(name).is_some(), "{name} in canbench_results.yml is no benchmark_profile name");
+    }
+    let rep = report::generate(&measured, "scripts/bench.sh --persist", &results_date());
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
-    let want = splice(&want, "results-table", &results_table());
+    let want = splice(&want, "results-table", &rep.readme_results);
+    let want = splice(&want, "profiles-table", &rep.readme_profiles);
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
         std::fs::write(README, &want).unwrap();
+        std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).unwrap();
+        std::fs::write(RESULTS_MD, &rep.markdown).unwrap();
+        std::fs::write(RESULTS_SVG, &rep.svg).unwrap();
         return;
     }
-    assert!(doc == want, "README.md tables are stale: run STABLEBENCH_REGENERATE_README=1 cargo test --test readme");
+    let stale = "stale: run scripts/report.sh";
+    assert!(doc == want, "README.md tables are {stale}");
+    assert!(std::fs::read_to_string(RESULTS_MD).unwrap_or_default() == rep.markdown, "docs/results.md is {stale}");
+    assert!(std::fs::read_to_string(RESULTS_SVG).unwrap_or_default() == rep.svg, "docs/results.svg is {stale}");
 }

@@ -17,12 +17,22 @@ use ic_rusqlite::rusqlite;
 /// ordered profile ourselves, before anything else touches the connection.
 #[cfg(target_arch = "wasm32")]
 pub fn open(profile: &Profile) -> Result<()> {
-    let config = ic_rusqlite::ConnectionConfig {
-        pragma_settings: Default::default(),
-        ..ic_rusqlite::ConnectionConfig::default()
-    };
+    let mut config = ic_rusqlite::ConnectionConfig { pragma_settings: Default::default(), ..ic_rusqlite::ConnectionConfig::default() };
+    if profile.storage == stablebench::pragma::Storage::Heap {
+        // SQLite's in-memory database: nothing mounted, nothing in stable memory.
+        config.db_file_name = ":memory:".into();
+        config.db_file_mount_id = None;
+    }
     ic_rusqlite::set_connection_config(config);
     with_conn(|conn| profile.apply(conn))
+}
+
+/// Closes the connection and opens it again with `profile` (the benchmarks' way to start from
+/// an empty database with another profile; before any table exists, so `page_size` applies).
+#[cfg(target_arch = "wasm32")]
+pub fn reopen(profile: &Profile) -> Result<()> {
+    close();
+    open(profile)
 }
 
 /// Runs `f` with the open connection.
@@ -78,6 +88,13 @@ pub fn open(profile: &Profile) -> Result<()> {
     profile.apply(&conn)?;
     NATIVE.with_borrow_mut(|c| *c = Some(conn));
     Ok(())
+}
+
+/// Native stand-in for [`reopen`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn reopen(profile: &Profile) -> Result<()> {
+    close();
+    open(profile)
 }
 
 /// Native stand-in for [`with_conn`] on wasm32.

@@ -90,7 +90,8 @@ impl From<stablebench::Error> for Error {
 #[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct InitArgs {
     /// The pragma profile to open the database with (see `pragma_profile`). At install the
-    /// default is `reference`; at upgrade, the profile in use. `page_size` cannot change once
+    /// default is `reference`; at upgrade, the profile in use. Benchmark-only profiles (the
+    /// heap database, a non-atomic journal) are refused. `page_size` cannot change once
     /// tables exist: an upgrade asking for another one fails and changes nothing.
     pub profile: Option<String>,
 }
@@ -171,6 +172,9 @@ fn open_with(args: Option<InitArgs>, fallback: Profile) {
         }),
         None => fallback,
     };
+    if let Err(why) = profile.deployable() {
+        ic_cdk::trap(why);
+    }
     if let Err(e) = db::open(&profile) {
         ic_cdk::trap(format!("opening the database with profile {}: {e}", profile.name));
     }

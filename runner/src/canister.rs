@@ -351,6 +351,25 @@ impl Canister {
         self.finish(r.map(|_| Vec::new()).map_err(Reject::Trapped), used, started)
     }
 
+    /// An independent copy of this canister in its current state (heap, globals, stable memory,
+    /// settings), with its own wasmtime instance, so that it can run on another thread.
+    pub fn fork(&mut self) -> Result<Canister> {
+        let snap = self.snapshot();
+        let h = self.store.data();
+        let mut host = Host::new(h.canister_id, h.controllers.clone());
+        host.cycles = h.cycles;
+        host.version = h.version;
+        host.timer = h.timer;
+        host.certified_data = h.certified_data.clone();
+        host.log_used = h.log_used;
+        host.print_output = h.print_output;
+        host.stable = host::StableMemory::from_bytes(h.stable.bytes.clone());
+        let (store, instance) = instantiate(&self.code, host)?;
+        let mut c = Canister { code: self.code.clone(), store, instance, opts: self.opts.clone(), messages: self.messages };
+        c.restore(snap);
+        Ok(c)
+    }
+
     /// The canister's current stable memory.
     pub fn stable_memory(&self) -> &[u8] {
         &self.store.data().stable.bytes
@@ -437,7 +456,10 @@ impl Canister {
     }
 
     fn finish(&mut self, result: Result<Vec<u8>, Reject>, instructions: u64, started: Instant) -> Outcome {
-        self.messages += 1;
+        // The clock moves with replicated executions; a query leaves it (like everything) as it was.
+        if self.store.data().msg.kind != Kind::Query {
+            self.messages += 1;
+        }
         let heap_bytes = self.heap_bytes();
         let h = self.store.data_mut();
         Outcome {

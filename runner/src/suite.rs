@@ -50,6 +50,10 @@ pub struct BenchArgs {
     /// cannot be persisted). For measuring what metering costs.
     #[arg(long)]
     pub no_metering: bool,
+    /// Benchmark queries run at once (default: the number of cores; the results do not depend
+    /// on it).
+    #[arg(long)]
+    pub jobs: Option<usize>,
     /// Skip the config's build_cmd.
     #[arg(long)]
     pub no_build: bool,
@@ -106,13 +110,18 @@ pub fn benchmark_names(code: &Code) -> Vec<String> {
 }
 
 /// Installs `code` as canbench does (benchmarking subnet, init args, stable memory file) and runs
-/// the benchmarks whose names contain `pattern`, calling `each` after every one.
+/// the benchmarks whose names contain `pattern`, calling `each` after every one, in export order.
+///
+/// Benchmark queries are independent (each starts from the installed state and leaves nothing),
+/// so they run on `jobs` threads, each on its own copy of the installed canister; the results do
+/// not depend on `jobs`.
 pub fn run_benchmarks(
     code: std::sync::Arc<Code>,
     init_args: &[u8],
     stable_memory: Option<&[u8]>,
     pattern: Option<&str>,
     print_output: bool,
+    jobs: usize,
     mut each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
     let names: Vec<String> = benchmark_names(&code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect();
@@ -121,19 +130,60 @@ pub fn run_benchmarks(
     if let Some(bytes) = stable_memory {
         canister.set_stable_memory(bytes);
     }
-    let mut runs = Vec::new();
-    for name in names {
-        let started = Instant::now();
-        let out = canister.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
-        let wall = started.elapsed();
-        let reply = out.result.map_err(|e| BenchError { name: name.clone(), reject: e })?;
-        let result: BenchResult = candid::decode_one(&reply).with_context(|| format!("decoding the result of {name}"))?;
-        let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-        let run = Run { name, result, query_instructions: out.instructions, reply_bytes, wall };
-        each(&run);
-        runs.push(run);
+    let jobs = jobs.clamp(1, names.len().max(1));
+    let mut workers: Vec<Canister> = (1..jobs).map(|_| canister.fork()).collect::<Result<_>>()?;
+    workers.insert(0, canister);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Run, BenchError>)>();
+    let mut done: BTreeMap<usize, Run> = BTreeMap::new();
+    let mut printed = 0;
+    let mut failure = None;
+    std::thread::scope(|s| {
+        for mut c in workers {
+            let (tx, next, names) = (tx.clone(), &next, &names);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(name) = names.get(i) else { break };
+                let r = run_one(&mut c, name);
+                let stop = r.is_err();
+                if tx.send((i, r)).is_err() || stop {
+                    next.store(names.len(), std::sync::atomic::Ordering::SeqCst);
+                    break;
+                }
+            });
+        }
+        drop(tx);
+        for (i, r) in rx {
+            match r {
+                Ok(run) => {
+                    done.insert(i, run);
+                    // Report in export order, as soon as the next one in order is done.
+                    while let Some(run) = done.get(&printed) {
+                        each(run);
+                        printed += 1;
+                    }
+                }
+                Err(e) => {
+                    failure.get_or_insert(e);
+                }
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(e.into());
     }
-    Ok(runs)
+    Ok(done.into_values().collect())
+}
+
+fn run_one(c: &mut Canister, name: &str) -> Result<Run, BenchError> {
+    let started = Instant::now();
+    let out = c.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
+    let wall = started.elapsed();
+    let reply = out.result.map_err(|e| BenchError { name: name.to_string(), reject: e })?;
+    let result: BenchResult = candid::decode_one(&reply)
+        .map_err(|e| BenchError { name: name.to_string(), reject: Reject::Rejected(format!("decoding the result: {e}")) })?;
+    let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
+    Ok(Run { name: name.to_string(), result, query_instructions: out.instructions, reply_bytes, wall })
 }
 
 /// A benchmark query that did not reply.
@@ -199,7 +249,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let code = Code::from_file(&cfg.wasm_path, metering)?;
     let load = started.elapsed();
     let show_results = !args.hide_results;
-    let runs = run_benchmarks(code, &init_args, stable.as_deref(), args.pattern.as_deref(), args.show_canister_output, |run| {
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let runs = run_benchmarks(code, &init_args, stable.as_deref(), args.pattern.as_deref(), args.show_canister_output, jobs, |run| {
         if show_results {
             print!("{}", canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold));
         }
@@ -226,7 +277,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         print!("{}", canbench::format_persisted(&results_path));
     }
     println!();
-    print!("{}", limits_table(&runs, metering, load, started.elapsed()));
+    print!("{}", limits_table(&runs, metering, jobs, load, started.elapsed()));
     if args.check {
         let stale = stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold);
         if !stale.is_empty() {
@@ -282,7 +333,7 @@ fn human(v: u64) -> String {
 }
 
 /// Whether each benchmark's measured step fits the production limits, and the wall times.
-pub fn limits_table(runs: &[Run], metering: Metering, load: Duration, total: Duration) -> String {
+pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duration, total: Duration) -> String {
     let q = Limits::PRODUCTION.query;
     let u = Limits::PRODUCTION.update;
     let fits = |ok: bool| if ok { "yes" } else { "NO" };
@@ -308,7 +359,7 @@ pub fn limits_table(runs: &[Run], metering: Metering, load: Duration, total: Dur
     }
     let mode = if metering == Metering::On { "metered" } else { "NOT metered (--no-metering)" };
     t += &format!(
-        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries the rest). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
+        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} threads the rest; a benchmark's wall time includes its setup). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
         total.as_secs_f64(),
         load.as_secs_f64(),
         runs.len()

@@ -1,0 +1,384 @@
+//! The pragma guide's report: from measured results (canbench_results.yml) to `docs/results.md`,
+//! a heatmap (`docs/results.svg`) and the README's tables. Nothing in them is typed by hand.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use crate::bench::{Bench, Sizes, BENCHES};
+use crate::pragma::{Profile, Storage, MEMORY, PROFILES, REFERENCE};
+
+/// One benchmark's totals, as canbench records them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Measured {
+    /// Instructions of the measured step.
+    pub instructions: u64,
+    /// Heap growth, 64 KiB pages.
+    pub heap_increase: u64,
+    /// Stable memory growth, 64 KiB pages.
+    pub stable_memory_increase: u64,
+}
+
+/// Prices used for costs, with their source and date (`shared/spec/ic-runtime.md` section 8).
+pub mod prices {
+    /// Cycles per update message execution on a 13-node application subnet.
+    pub const UPDATE_BASE_CYCLES: u64 = 5_000_000;
+    /// Cycles per instruction of an update (wasm32), 13-node subnet.
+    pub const CYCLES_PER_INSTRUCTION: u64 = 1;
+    /// USD per trillion cycles (1 T cycles = 1 XDR; 1 XDR = 1.35 USD on 2025-05-22).
+    pub const USD_PER_TRILLION_CYCLES: f64 = 1.35;
+    /// When the XDR rate was taken.
+    pub const RATE_DATE: &str = "2025-05-22";
+}
+
+/// IC limits the report checks against.
+const QUERY_LIMIT: u64 = 5_000_000_000;
+const UPDATE_LIMIT: u64 = 40_000_000_000;
+const WASM_MEMORY_LIMIT_PAGES: u64 = 3 * 1024 * 1024 * 1024 / 65_536;
+
+/// The generated documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// `docs/results.md`.
+    pub markdown: String,
+    /// `docs/results.svg`.
+    pub svg: String,
+    /// The README's per-benchmark table for the default profile.
+    pub readme_results: String,
+    /// The README's profile summary table.
+    pub readme_profiles: String,
+}
+
+/// How a profile did on the nine benchmarks together.
+#[derive(Clone, Debug)]
+pub struct Standing {
+    /// The profile.
+    pub profile: Profile,
+    /// Benchmarks measured (9, or 8 for a profile without the rollback benchmark).
+    pub benchmarks: usize,
+    /// Geometric mean over its benchmarks of instructions / reference's instructions.
+    pub geomean_vs_reference: f64,
+    /// The largest instructions / memory floor's instructions over its benchmarks.
+    pub worst_vs_memory: f64,
+    /// Sum of instructions over its benchmarks.
+    pub total: u64,
+    /// Largest heap growth of a benchmark, pages.
+    pub max_heap_pages: u64,
+}
+
+/// Splits `sqlite_select_join_1m_page_8k` into its benchmark and profile.
+pub fn split_name(name: &str) -> Option<(Bench, Profile)> {
+    BENCHES.iter().find_map(|b| {
+        let rest = name.strip_prefix(b.name())?.strip_prefix('_')?;
+        Profile::by_name(rest).map(|p| (*b, p))
+    })
+}
+
+/// Rows a benchmark inserts, for stable bytes per row.
+fn rows_inserted(b: Bench) -> Option<u64> {
+    match b {
+        Bench::InsertUsers => Some(Sizes::REFERENCE.users),
+        Bench::InsertOrders | Bench::InsertOrders1mIndexed => Some(Sizes::REFERENCE.orders),
+        Bench::InsertOrders100Indexed => Some(Sizes::EXTRA_ORDERS),
+        _ => None,
+    }
+}
+
+/// `1.23 B`, `157.49 M`, `8.64 M`.
+pub fn human(v: u64) -> String {
+    match v {
+        v if v < 1_000_000 => format!("{:.2} K", v as f64 / 1e3),
+        v if v < 1_000_000_000 => format!("{:.2} M", v as f64 / 1e6),
+        v => format!("{:.2} B", v as f64 / 1e9),
+    }
+}
+
+/// `1,883,090,070`.
+pub fn grouped(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// "1.23x faster", "1.10x slower" or "same" (within 0.5%) for `value` against `base`.
+fn versus(value: u64, base: u64) -> String {
+    let r = value as f64 / base as f64;
+    if (r - 1.0).abs() < 0.005 {
+        "same".into()
+    } else if r < 1.0 {
+        format!("{:.2}x faster", 1.0 / r)
+    } else {
+        format!("{r:.2}x slower")
+    }
+}
+
+fn mib(pages: u64) -> String {
+    format!("{:.1}", pages as f64 * 65_536.0 / 1_048_576.0)
+}
+
+fn usd(cycles: u64) -> String {
+    let v = cycles as f64 / 1e12 * prices::USD_PER_TRILLION_CYCLES;
+    if v < 0.01 {
+        format!("${v:.6}")
+    } else {
+        format!("${v:.4}")
+    }
+}
+
+/// The profiles' standings, fastest first (by geometric mean against the reference).
+pub fn standings(results: &BTreeMap<String, Measured>) -> Vec<Standing> {
+    let get = |b: Bench, p: &Profile| results.get(&format!("{}_{}", b.name(), p.name));
+    let mut out: Vec<Standing> = PROFILES
+        .iter()
+        .filter_map(|p| {
+            let rows: Vec<(Bench, Measured)> = BENCHES.iter().filter_map(|b| get(*b, p).map(|m| (*b, *m))).collect();
+            if rows.is_empty() {
+                return None;
+            }
+            let mut log_sum = 0.0;
+            let mut worst: f64 = 0.0;
+            for (b, m) in &rows {
+                let reference = get(*b, &REFERENCE)?.instructions.max(1) as f64;
+                let floor = get(*b, &MEMORY)?.instructions.max(1) as f64;
+                log_sum += (m.instructions.max(1) as f64 / reference).ln();
+                worst = worst.max(m.instructions as f64 / floor);
+            }
+            Some(Standing {
+                profile: *p,
+                benchmarks: rows.len(),
+                geomean_vs_reference: (log_sum / rows.len() as f64).exp(),
+                worst_vs_memory: worst,
+                total: rows.iter().map(|(_, m)| m.instructions).sum(),
+                max_heap_pages: rows.iter().map(|(_, m)| m.heap_increase).max().unwrap_or(0),
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| a.geomean_vs_reference.total_cmp(&b.geomean_vs_reference));
+    out
+}
+
+/// Whether a profile qualifies for the recommendation: atomic COMMIT/ROLLBACK, database in
+/// stable memory (survives upgrades), all nine benchmarks measured, every heap growth under the
+/// default 3 GiB wasm memory limit.
+pub fn qualifies(s: &Standing) -> bool {
+    s.profile.deployable().is_ok() && s.benchmarks == BENCHES.len() && s.max_heap_pages < WASM_MEMORY_LIMIT_PAGES
+}
+
+/// Generates the report. `command` is how the results were produced; `date` when.
+pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str) -> Report {
+    let get = |b: Bench, p: &Profile| results.get(&format!("{}_{}", b.name(), p.name)).copied();
+    let standings = standings(results);
+    let best = standings.iter().find(|s| qualifies(s));
+
+    // --- profile summary ---
+    let mut profiles = String::from(
+        "| profile | what changes | benchmarks | geometric mean vs reference | worst vs memory floor | instructions, all benchmarks | deployable |\n|---|---|---:|---|---:|---:|---|\n",
+    );
+    for s in &standings {
+        let deploy = match s.profile.deployable() {
+            Ok(()) => "yes".to_string(),
+            Err(_) if s.profile.storage == Storage::Heap => "no: heap, lost on upgrade".to_string(),
+            Err(_) => "no: not atomic".to_string(),
+        };
+        let mark = if best.is_some_and(|b| b.profile.name == s.profile.name) { " **(fastest qualifying)**" } else { "" };
+        let _ = writeln!(
+            profiles,
+            "| `{}`{mark} | {} | {} | {} | {:.2}x | {} | {deploy} |",
+            s.profile.name,
+            s.profile.source,
+            s.benchmarks,
+            if (s.geomean_vs_reference - 1.0).abs() < 0.005 {
+                "same".to_string()
+            } else if s.geomean_vs_reference < 1.0 {
+                format!("{:.3}x faster", 1.0 / s.geomean_vs_reference)
+            } else {
+                format!("{:.3}x slower", s.geomean_vs_reference)
+            },
+            s.worst_vs_memory,
+            human(s.total),
+        );
+    }
+
+    // --- README per-benchmark table (the default profile) ---
+    let mut readme = String::from(
+        "| seed row | benchmark | instructions | heap increase | stable memory increase | fits a 5 B query | fits a 40 B update |\n|---|---|---:|---:|---:|---|---|\n",
+    );
+    for (i, b) in BENCHES.iter().enumerate() {
+        if let Some(m) = get(*b, &crate::pragma::DEFAULT) {
+            let yes = |ok: bool| if ok { "yes" } else { "no" };
+            let _ = writeln!(
+                readme,
+                "| {} | `{}` | {} ({}) | {} pages | {} pages | {} | {} |",
+                i + 1,
+                b.name(),
+                human(m.instructions),
+                grouped(m.instructions),
+                m.heap_increase,
+                m.stable_memory_increase,
+                yes(m.instructions <= QUERY_LIMIT),
+                yes(m.instructions <= UPDATE_LIMIT)
+            );
+        }
+    }
+
+    // --- docs/results.md ---
+    let mut md = String::new();
+    let _ = write!(
+        md,
+        "# stablebench results\n\n\
+         Generated by `scripts/report.sh` from `canbench_results.yml`; do not edit. The numbers were\n\
+         produced by `{command}` on {date} (offline runner, replica instruction accounting).\n\n\
+         Units: **instructions** (what canbench reports) unless a column says cycles or USD. Costs are\n\
+         for running the step as one update on a 13-node application subnet: {} cycles per message plus\n\
+         {} cycle per instruction; queries are free. USD at 1 T cycles = 1 XDR = {} USD ({}).\n\
+         Heap and stable growth are in MiB (64 KiB wasm pages). \"vs reference\" compares with the seed's\n\
+         profile, \"vs floor\" with `memory` (the database in the heap, no stable memory at all).\n\n\
+         ![Instructions against the reference profile](results.svg)\n\n## Profiles\n\n\
+         Every profile but `reference`, `ic_rusqlite` and `memory` is the reference with one setting\n\
+         changed. Ranked by the geometric mean, over the nine benchmarks, of instructions against the\n\
+         reference (each benchmark counts the same, whatever its size). A profile qualifies for the\n\
+         recommendation if COMMIT/ROLLBACK stay atomic, the database is in stable memory (it survives\n\
+         upgrades), it ran all nine benchmarks, and no benchmark grows the heap past the 3 GiB default\n\
+         wasm memory limit.\n\n{profiles}\n",
+        prices::UPDATE_BASE_CYCLES,
+        prices::CYCLES_PER_INSTRUCTION,
+        prices::USD_PER_TRILLION_CYCLES,
+        prices::RATE_DATE,
+    );
+    for (i, b) in BENCHES.iter().enumerate() {
+        let _ = write!(
+            md,
+            "## {}. `{}`\n\n{}.\n\n| profile | instructions | vs reference | vs floor | heap MiB | stable MiB | stable bytes per row | 5 B query | 40 B update | cycles as an update | USD |\n|---|---:|---|---:|---:|---:|---:|---|---|---:|---:|\n",
+            i + 1,
+            b.name(),
+            b.seed_row()
+        );
+        let (reference, floor) = (get(*b, &REFERENCE), get(*b, &MEMORY));
+        for p in PROFILES.iter() {
+            let Some(m) = get(*b, p) else { continue };
+            let per_row = rows_inserted(*b).map_or("-".to_string(), |n| format!("{:.1}", m.stable_memory_increase as f64 * 65_536.0 / n as f64));
+            let cycles = prices::UPDATE_BASE_CYCLES + prices::CYCLES_PER_INSTRUCTION * m.instructions;
+            let yes = |ok: bool| if ok { "yes" } else { "**no**" };
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | {} | {} | {} | {} | {per_row} | {} | {} | {} | {} |",
+                p.name,
+                human(m.instructions),
+                reference.map_or("-".into(), |r| versus(m.instructions, r.instructions)),
+                floor.map_or("-".into(), |f| format!("{:.2}x", m.instructions as f64 / f.instructions.max(1) as f64)),
+                mib(m.heap_increase),
+                mib(m.stable_memory_increase),
+                yes(m.instructions <= QUERY_LIMIT),
+                yes(m.instructions <= UPDATE_LIMIT),
+                grouped(cycles),
+                usd(cycles),
+            );
+        }
+        md.push('\n');
+    }
+
+    Report { markdown: md, svg: heatmap(results), readme_results: readme, readme_profiles: profiles }
+}
+
+/// A heatmap: profiles down, benchmarks across, each cell the ratio to the reference profile
+/// (green faster, red slower).
+fn heatmap(results: &BTreeMap<String, Measured>) -> String {
+    let (label_w, cell_w, cell_h, top) = (150, 96, 22, 92);
+    let width = label_w + cell_w * BENCHES.len() + 10;
+    let height = top + cell_h * PROFILES.len() + 40;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"8\" y=\"18\" font-size=\"14\" font-weight=\"bold\">Instructions against the reference profile (x faster / x slower)</text>\n"
+    );
+    for (j, b) in BENCHES.iter().enumerate() {
+        let x = label_w + j * cell_w + cell_w / 2;
+        let short = b.name().trim_start_matches("sqlite_").replace('_', " ");
+        let (a, c) = short.split_at(short.len() / 2);
+        let split = a.rfind(' ').map_or(short.len() / 2, |k| k);
+        let (l1, l2) = short.split_at(split);
+        let _ = c;
+        let _ = writeln!(s, "<text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>", top - 30, l1.trim(), top - 16, l2.trim());
+    }
+    for (i, p) in PROFILES.iter().enumerate() {
+        let y = top + i * cell_h;
+        let _ = writeln!(s, "<text x=\"8\" y=\"{}\">{}</text>", y + 15, p.name);
+        for (j, b) in BENCHES.iter().enumerate() {
+            let x = label_w + j * cell_w;
+            let cell = results.get(&format!("{}_{}", b.name(), p.name));
+            let reference = results.get(&format!("{}_{}", b.name(), REFERENCE.name));
+            let (fill, text) = match (cell, reference) {
+                (Some(m), Some(r)) => {
+                    let ratio = m.instructions.max(1) as f64 / r.instructions.max(1) as f64;
+                    let t = (ratio.ln() / 3f64.ln()).clamp(-1.0, 1.0); // 3x either way is full colour
+                    let fill = if t < 0.0 {
+                        let k = (-t * 160.0) as u8;
+                        format!("rgb({},{},{})", 255 - k, 255, 255 - k)
+                    } else {
+                        let k = (t * 160.0) as u8;
+                        format!("rgb(255,{},{})", 255 - k, 255 - k)
+                    };
+                    let text = if (ratio - 1.0).abs() < 0.005 { "=".to_string() } else if ratio < 1.0 { format!("{:.2}x faster", 1.0 / ratio) } else { format!("{ratio:.2}x slower") };
+                    (fill, text)
+                }
+                _ => ("rgb(235,235,235)".to_string(), "n/a".to_string()),
+            };
+            let _ = writeln!(
+                s,
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{}\" height=\"{}\" fill=\"{fill}\" stroke=\"white\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{text}</text>",
+                cell_w - 1,
+                cell_h - 1,
+                x + cell_w / 2,
+                y + 15
+            );
+        }
+    }
+    let _ = writeln!(s, "<text x=\"8\" y=\"{}\" fill=\"#555\">Green: fewer instructions than reference; red: more (full colour at 3x). n/a: not measured (journal_off cannot roll back).</text>", height - 14);
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_into_benchmark_and_profile() {
+        assert_eq!(split_name("sqlite_select_join_1m_page_8k").map(|(b, p)| (b, p.name)), Some((Bench::SelectJoin, "page_8k")));
+        assert_eq!(split_name("sqlite_insert_orders_1m_indexed_reference").map(|(b, p)| (b, p.name)), Some((Bench::InsertOrders1mIndexed, "reference")));
+        assert!(split_name("sqlite_select_join_1m_nonsense").is_none());
+    }
+
+    #[test]
+    fn ratios_and_numbers_read_as_people_write_them() {
+        assert_eq!(versus(50, 100), "2.00x faster");
+        assert_eq!(versus(150, 100), "1.50x slower");
+        assert_eq!(versus(1001, 1000), "same");
+        assert_eq!(grouped(1883090070), "1,883,090,070");
+        assert_eq!(human(157_486_960), "157.49 M");
+    }
+
+    #[test]
+    fn the_fastest_qualifying_profile_is_atomic_and_in_stable_memory() {
+        let mut results = BTreeMap::new();
+        for b in BENCHES {
+            for (p, ins) in [("reference", 100), ("memory", 10), ("journal_off", 20), ("sync_off", 90), ("page_8k", 95)] {
+                if p == "journal_off" && b == Bench::DeleteOrders100kRollback {
+                    continue;
+                }
+                results.insert(format!("{}_{p}", b.name()), Measured { instructions: ins, ..Default::default() });
+            }
+        }
+        let s = standings(&results);
+        assert_eq!(s[0].profile.name, "memory");
+        let best = s.iter().find(|s| qualifies(s)).unwrap();
+        assert_eq!(best.profile.name, "sync_off");
+        assert!((best.geomean_vs_reference - 0.9).abs() < 1e-9);
+        assert!((best.worst_vs_memory - 9.0).abs() < 1e-9);
+    }
+}
