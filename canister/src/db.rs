@@ -29,7 +29,7 @@ pub fn open(profile: &Profile) -> Result<()> {
 
 /// Closes the connection and opens it again with `profile` (the benchmarks' way to start from
 /// an empty database with another profile; before any table exists, so `page_size` applies).
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "canbench"))]
 pub fn reopen(profile: &Profile) -> Result<()> {
     close();
     open(profile)
@@ -91,7 +91,7 @@ pub fn open(profile: &Profile) -> Result<()> {
 }
 
 /// Native stand-in for [`reopen`] on wasm32.
-#[cfg(not(target_arch = "wasm32"))]
+#[cfg(all(not(target_arch = "wasm32"), feature = "canbench"))]
 pub fn reopen(profile: &Profile) -> Result<()> {
     close();
     open(profile)

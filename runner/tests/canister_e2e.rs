@@ -1,25 +1,15 @@
 //! End-to-end tests of the users/orders canister: the real production wasm
 //! (`target/canister/stablebench.wasm`, built by `scripts/build.sh`) through the offline runner.
 
-use std::sync::{Arc, OnceLock};
+mod common;
+use common::code;
 
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
 use stablebench::query::{Rows, Value};
 use stablebench_canister::{Batch, Deleted, Error, IndexProgress, Stats};
-use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Reject};
+use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Reject};
 use stablebench_runner::host::Trap;
-use stablebench_runner::instrument::Metering;
-
-fn code() -> Arc<Code> {
-    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
-    CODE.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench.wasm");
-        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh first (scripts/test.sh does)");
-        Code::from_file(path.as_ref(), Metering::On).expect("the canister wasm loads")
-    })
-    .clone()
-}
 
 fn install(limits: Limits) -> Canister {
     Canister::install(code(), &candid::encode_args(()).unwrap(), Options { limits, ..Options::default() }).expect("installs").0

@@ -1,8 +1,10 @@
 //! Nothing lost: faults, upgrades, message limits and hostile input, on the real production wasm
 //! (`target/canister/stablebench.wasm`) through the offline runner with production limits.
 
+mod common;
+use common::code;
+
 use std::collections::BTreeMap;
-use std::sync::{Arc, OnceLock};
 
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
@@ -11,18 +13,7 @@ use stablebench::pragma::PROFILES;
 use stablebench::query::{Order, Page, Rows, RowsPage, User, Value};
 use stablebench::workload::select_join_sql;
 use stablebench_canister::{Batch, Deleted, Error, IndexProgress, InitArgs, ProfileInfo, Stats};
-use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Outcome, Reject};
-use stablebench_runner::instrument::Metering;
-
-fn code() -> Arc<Code> {
-    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
-    CODE.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench.wasm");
-        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh first (scripts/test.sh does)");
-        Code::from_file(path.as_ref(), Metering::On).expect("the canister wasm loads")
-    })
-    .clone()
-}
+use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Outcome, Reject};
 
 fn init_arg(profile: Option<&str>) -> Vec<u8> {
     candid::encode_one(Some(InitArgs { profile: profile.map(str::to_string) })).unwrap()
