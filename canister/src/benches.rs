@@ -43,55 +43,52 @@ fn report_reply_bytes(output: Output) {
     }
 }
 
-/// Benchmarks `<name>_<profile>` for one profile: `profile; fn_name => Bench variant, ...`.
-macro_rules! benches_for {
-    ($profile:ident; $($name:ident => $bench:ident),* $(,)?) => {
+/// One benchmark `<name>_<profile>`.
+macro_rules! bench {
+    ($profile:ident, $name:ident => $bench:ident) => {
         paste::paste! {
-            $(
-                #[bench(raw)]
-                fn [<$name _ $profile>]() -> BenchResult {
-                    run(stringify!([<$name _ $profile>]), Bench::$bench, stringify!($profile))
-                }
-            )*
+            #[bench(raw)]
+            fn [<$name _ $profile>]() -> BenchResult {
+                run(stringify!([<$name _ $profile>]), Bench::$bench, stringify!($profile))
+            }
         }
     };
 }
 
-/// The nine benchmarks for each listed profile.
-macro_rules! nine_for {
-    ($($profile:ident),* $(,)?) => {
-        $(
-            benches_for!($profile;
-                sqlite_insert_users_100k => InsertUsers,
-                sqlite_insert_orders_1m => InsertOrders,
-                sqlite_create_indexes_1m => CreateIndexes,
-                sqlite_select_join_1m => SelectJoin,
-                sqlite_select_like_100k => SelectLike,
-                sqlite_insert_orders_100_indexed => InsertOrders100Indexed,
-                sqlite_delete_orders_1k_indexed => DeleteOrders1kIndexed,
-                sqlite_insert_orders_1m_indexed => InsertOrders1mIndexed,
-                sqlite_delete_orders_100k_rollback => DeleteOrders100kRollback,
-            );
-        )*
+/// The nine benchmarks of one profile; `without_rollback` leaves out the rollback benchmark
+/// (for a journal that cannot roll back, whose result would be wrong).
+macro_rules! benches_for {
+    ($profile:ident) => {
+        benches_for!($profile, without_rollback);
+        bench!($profile, sqlite_delete_orders_100k_rollback => DeleteOrders100kRollback);
+    };
+    ($profile:ident, without_rollback) => {
+        bench!($profile, sqlite_insert_users_100k => InsertUsers);
+        bench!($profile, sqlite_insert_orders_1m => InsertOrders);
+        bench!($profile, sqlite_create_indexes_1m => CreateIndexes);
+        bench!($profile, sqlite_select_join_1m => SelectJoin);
+        bench!($profile, sqlite_select_like_100k => SelectLike);
+        bench!($profile, sqlite_insert_orders_100_indexed => InsertOrders100Indexed);
+        bench!($profile, sqlite_delete_orders_1k_indexed => DeleteOrders1kIndexed);
+        bench!($profile, sqlite_insert_orders_1m_indexed => InsertOrders1mIndexed);
     };
 }
 
 // Every profile of stablebench::pragma::PROFILES, in its order.
-nine_for!(
-    reference, ic_rusqlite, memory, journal_truncate, journal_memory, journal_wal,
-);
-// journal_mode OFF cannot roll back: it has no rollback benchmark (the result would be wrong).
-benches_for!(journal_off;
-    sqlite_insert_users_100k => InsertUsers,
-    sqlite_insert_orders_1m => InsertOrders,
-    sqlite_create_indexes_1m => CreateIndexes,
-    sqlite_select_join_1m => SelectJoin,
-    sqlite_select_like_100k => SelectLike,
-    sqlite_insert_orders_100_indexed => InsertOrders100Indexed,
-    sqlite_delete_orders_1k_indexed => DeleteOrders1kIndexed,
-    sqlite_insert_orders_1m_indexed => InsertOrders1mIndexed,
-);
-nine_for!(
-    sync_off, sync_full, page_8k, page_16k, page_32k, page_64k, cache_8mib, cache_40mib,
-    locking_normal, temp_file,
-);
+benches_for!(reference);
+benches_for!(ic_rusqlite);
+benches_for!(memory);
+benches_for!(journal_truncate);
+benches_for!(journal_memory);
+benches_for!(journal_wal);
+benches_for!(journal_off, without_rollback);
+benches_for!(sync_off);
+benches_for!(sync_full);
+benches_for!(page_8k);
+benches_for!(page_16k);
+benches_for!(page_32k);
+benches_for!(page_64k);
+benches_for!(cache_8mib);
+benches_for!(cache_40mib);
+benches_for!(locking_normal);
+benches_for!(temp_file);
