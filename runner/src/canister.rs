@@ -134,13 +134,6 @@ pub struct Outcome {
     pub wall: Duration,
 }
 
-impl Outcome {
-    /// The reply, or the reject as an error.
-    pub fn reply(self) -> Result<Vec<u8>, Reject> {
-        self.result
-    }
-}
-
 /// The wasmtime engine, configured as the replica configures its own where it matters
 /// (ic:rs/embedders/src/wasmtime_embedder.rs): NaN canonicalisation on, memory64 allowed,
 /// a 5 MiB wasm stack.
@@ -216,7 +209,7 @@ impl Code {
         ["icp:public candid:service", "icp:private candid:service"]
             .iter()
             .find_map(|n| instrument::custom_section(&self.info.custom_sections, n))
-            .map(|d| String::from_utf8_lossy(&d).into_owned())
+            .map(|d| String::from_utf8_lossy(d).into_owned())
     }
 }
 
@@ -322,7 +315,7 @@ impl Canister {
         let (mut r, mut used) = self.call_if_exported("canister_pre_upgrade", limit);
         if r.is_ok() {
             let host = self.take_host();
-            match instantiate(&code, host) {
+            match try_instantiate(&code, host) {
                 Ok((store, instance)) => {
                     self.store = store;
                     self.instance = instance;
@@ -332,9 +325,10 @@ impl Canister {
                     r = r2;
                     used += used2;
                 }
-                Err(e) => {
-                    // Could not even instantiate: the host went into a store that no longer exists.
-                    let (store, instance) = instantiate(&old_code, Host::new(self.opts.canister_id, self.opts.controllers.clone())).expect("old code instantiates");
+                Err((e, host)) => {
+                    // The new module does not even instantiate: back to the old one, with the host
+                    // (and its stable memory) handed back untouched.
+                    let (store, instance) = instantiate(&old_code, host).expect("old code instantiates");
                     self.store = store;
                     self.instance = instance;
                     r = Err(Trap::Canister(format!("instantiating the new module: {e:#}")));
@@ -665,9 +659,20 @@ fn wt(e: wasmtime::Error) -> anyhow::Error {
 }
 
 fn instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance)> {
+    try_instantiate(code, host).map_err(|(e, _)| e)
+}
+
+/// Instantiates `code` in a new store holding `host`; on failure the host comes back, so no
+/// state (stable memory above all) is lost with the store.
+fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), (anyhow::Error, Host)> {
     let mut store = Store::new(engine(), host);
-    let instance = code.linker.instantiate(&mut store, &code.module).map_err(wt).context("instantiating the module")?;
-    let counter = instance.get_global(&mut store, instrument::COUNTER_EXPORT).ok_or_else(|| anyhow!("no counter global"))?;
+    let instance = match code.linker.instantiate(&mut store, &code.module) {
+        Ok(i) => i,
+        Err(e) => return Err((wt(e).context("instantiating the module"), store.into_data())),
+    };
+    let Some(counter) = instance.get_global(&mut store, instrument::COUNTER_EXPORT) else {
+        return Err((anyhow!("no counter global"), store.into_data()));
+    };
     let memory = instance.get_memory(&mut store, instrument::MEMORY_EXPORT);
     store.data_mut().bind(counter, memory);
     Ok((store, instance))

@@ -270,3 +270,22 @@ fn a_start_function_runs_at_install_with_metering() {
     assert_eq!(out.instructions, 1 + 1 + 2, "start: entry, const, global.set");
     assert_eq!(c.query("get", &[], Principal::anonymous()).result.unwrap(), [3, 0, 0, 0]);
 }
+
+#[test]
+fn an_upgrade_to_a_module_that_cannot_instantiate_keeps_the_canister_and_its_stable_memory() {
+    let body = r#"
+      (func (export "canister_init") i64.const 1 call $sgrow drop
+        i64.const 0 i64.const 0 i64.const 4 call $swrite)
+      (func (export "canister_query state")
+        i64.const 16 i64.const 0 i64.const 4 call $sread
+        i32.const 16 i32.const 4 call $append call $reply)"#;
+    let mut c = canister(&format!("(data (i32.const 0) \"\\2a\"){body}"), Limits::PRODUCTION);
+    let anon = Principal::anonymous();
+    assert_eq!(c.query("state", &[], anon).result.unwrap(), [42, 0, 0, 0]);
+    // Valid wasm, but its data segment lies past its one-page memory: instantiation fails.
+    let broken = format!("(module {IMPORTS} (memory 1) (data (i32.const 70000) \"x\") {body})");
+    let code = Code::new(&wat::parse_str(&broken).unwrap(), Metering::On).expect("validates and compiles");
+    let out = c.upgrade(code, &[]);
+    assert!(matches!(out.result, Err(Reject::Trapped(_))), "{:?}", out.result);
+    assert_eq!(c.query("state", &[], anon).result.unwrap(), [42, 0, 0, 0], "stable memory survived");
+}
