@@ -17,8 +17,6 @@
 //! The injected code itself is never metered, as in the replica. Two functions are appended (the
 //! out-of-instructions handler and the bulk-charge helper), so no existing index moves.
 
-use std::borrow::Cow;
-
 use anyhow::{bail, Context, Result};
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{
@@ -546,6 +544,6 @@ pub fn exported_functions(wasm: &[u8]) -> Result<Vec<String>> {
 }
 
 /// A custom section's content, if present.
-pub fn custom_section<'a>(sections: &'a [(String, Vec<u8>)], name: &str) -> Option<Cow<'a, [u8]>> {
-    sections.iter().find(|(n, _)| n == name).map(|(_, d)| Cow::Borrowed(d.as_slice()))
+pub fn custom_section<'a>(sections: &'a [(String, Vec<u8>)], name: &str) -> Option<&'a [u8]> {
+    sections.iter().find(|(n, _)| n == name).map(|(_, d)| d.as_slice())
 }

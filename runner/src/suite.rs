@@ -96,8 +96,6 @@ pub struct Run {
     pub name: String,
     /// What the canister measured.
     pub result: BenchResult,
-    /// Instructions of the whole query (setup and verification included).
-    pub query_instructions: u64,
     /// Reply bytes of the result, if the canister reported them.
     pub reply_bytes: Option<u64>,
     /// Wall time of the query.
@@ -183,7 +181,7 @@ fn run_one(c: &mut Canister, name: &str) -> Result<Run, BenchError> {
     let result: BenchResult = candid::decode_one(&reply)
         .map_err(|e| BenchError { name: name.to_string(), reject: Reject::Rejected(format!("decoding the result: {e}")) })?;
     let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-    Ok(Run { name: name.to_string(), result, query_instructions: out.instructions, reply_bytes, wall })
+    Ok(Run { name: name.to_string(), result, reply_bytes, wall })
 }
 
 /// A benchmark query that did not reply.
@@ -321,17 +319,6 @@ fn hex_decode(s: &str) -> Result<Vec<u8>> {
     (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| anyhow!("{e}"))).collect()
 }
 
-/// Instructions as canbench prints them (1.23 B).
-fn human(v: u64) -> String {
-    match v {
-        v if v < 10_000 => v.to_string(),
-        v if v < 1_000_000 => format!("{:.2} K", v as f64 / 1e3),
-        v if v < 1_000_000_000 => format!("{:.2} M", v as f64 / 1e6),
-        v if v < 1_000_000_000_000 => format!("{:.2} B", v as f64 / 1e9),
-        v => format!("{:.2} T", v as f64 / 1e12),
-    }
-}
-
 /// Whether each benchmark's measured step fits the production limits, and the wall times.
 pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duration, total: Duration) -> String {
     let q = Limits::PRODUCTION.query;
@@ -349,7 +336,7 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
         t += &format!(
             "| {:<40} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>7.1}s |\n",
             r.name,
-            human(i),
+            canbench::fmt_block_value(i),
             fits(i <= q),
             fits(i <= u),
             bytes,

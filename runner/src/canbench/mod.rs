@@ -30,6 +30,7 @@ mod summary;
 mod table;
 
 pub use csv_file::write_csv;
+pub use print_benchmark::fmt_block_value;
 pub use results_file::{read_results, write_results, Results, VersionError};
 
 use candid::CandidType;

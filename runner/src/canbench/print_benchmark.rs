@@ -109,17 +109,7 @@ fn format_metric(
     noise_threshold: f64,
 ) {
     // Convert value to a more readable representation.
-    let value_str = if value < 10_000 {
-        format!("{}", value)
-    } else if value < 1_000_000 {
-        format!("{:.2} K", value as f64 / 1_000.0)
-    } else if value < 1_000_000_000 {
-        format!("{:.2} M", value as f64 / 1_000_000.0)
-    } else if value < 1_000_000_000_000 {
-        format!("{:.2} B", value as f64 / 1_000_000_000.0)
-    } else {
-        format!("{:.2} T", value as f64 / 1_000_000_000_000.0)
-    };
+    let value_str = fmt_block_value(value);
 
     // Add unit to value depending on the metric.
     let value_str = match metric {
@@ -185,6 +175,22 @@ fn format_metric(
                 );
             }
         }
+    }
+}
+
+/// A value as canbench's benchmark blocks print it: the integer below 10,000, else two
+/// decimals and a spaced unit (`1.23 K`, `4.56 M`, `7.89 B`, `1.00 T`).
+pub fn fmt_block_value(value: u64) -> String {
+    if value < 10_000 {
+        format!("{}", value)
+    } else if value < 1_000_000 {
+        format!("{:.2} K", value as f64 / 1_000.0)
+    } else if value < 1_000_000_000 {
+        format!("{:.2} M", value as f64 / 1_000_000.0)
+    } else if value < 1_000_000_000_000 {
+        format!("{:.2} B", value as f64 / 1_000_000_000.0)
+    } else {
+        format!("{:.2} T", value as f64 / 1_000_000_000_000.0)
     }
 }
 
