@@ -4,12 +4,48 @@
 
 /// The username of user `id` (ids start at 1): `user{id}`.
 pub fn username(id: u64) -> String {
-    format!("user{id}")
+    let mut s = String::new();
+    write_username(&mut s, id);
+    s
 }
 
 /// The email of user `id`: `user{id}@example.com`.
 pub fn email(id: u64) -> String {
-    format!("user{id}@example.com")
+    let mut s = String::new();
+    write_email(&mut s, id);
+    s
+}
+
+/// Replaces `buf`'s contents with [`username`]`(id)`, reusing its allocation. The users insert
+/// uses this instead of `format!` (two `core::fmt` calls and two allocations per row): that cut
+/// the canister's users insert from 1.88 B to 1.70 B instructions (see the README, "Where the
+/// instructions go").
+pub fn write_username(buf: &mut String, id: u64) {
+    buf.clear();
+    buf.push_str("user");
+    push_decimal(buf, id);
+}
+
+/// Replaces `buf`'s contents with [`email`]`(id)`, reusing its allocation.
+pub fn write_email(buf: &mut String, id: u64) {
+    write_username(buf, id);
+    buf.push_str("@example.com");
+}
+
+/// Appends `n` in decimal, as `Display` writes it.
+fn push_decimal(buf: &mut String, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    buf.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
 }
 
 /// The user of order number `i` (0-based generator index): `(i + 1) * 13 mod user_count + 1`,
@@ -40,6 +76,17 @@ mod tests {
         }
         assert_eq!(per_user[0], 0, "user ids start at 1");
         assert!(per_user[1..].iter().all(|&n| n == 10));
+    }
+
+    #[test]
+    fn written_names_match_format() {
+        let mut buf = String::from("leftover from a longer previous name");
+        for id in [0, 1, 9, 10, 99_999, 100_000, 123_456_789, u64::MAX] {
+            write_username(&mut buf, id);
+            assert_eq!(buf, format!("user{id}"));
+            write_email(&mut buf, id);
+            assert_eq!(buf, format!("user{id}@example.com"));
+        }
     }
 
     #[test]

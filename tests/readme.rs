@@ -88,3 +88,13 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     assert!(std::fs::read_to_string(RESULTS_MD).unwrap_or_default() == rep.markdown, "docs/results.md is {stale}");
     assert!(std::fs::read_to_string(RESULTS_SVG).unwrap_or_default() == rep.svg, "docs/results.svg is {stale}");
 }
+
+/// The canister's default profile is the one the committed results recommend: the fastest
+/// qualifying profile (atomic, in stable memory, foreign keys kept, within the heap limit).
+/// Fails when a rerun of the sweep crowns another profile and the default was not moved.
+#[test]
+fn the_default_profile_is_the_fastest_qualifying_one_in_the_results() {
+    let standings = report::standings(&measured());
+    let best = standings.iter().find(|s| report::qualifies(s)).expect("a qualifying profile in canbench_results.yml");
+    assert_eq!(best.profile.name, DEFAULT.name, "the results recommend {}, the canister defaults to {}", best.profile.name, DEFAULT.name);
+}

@@ -92,3 +92,6 @@ benches_for!(cache_8mib);
 benches_for!(cache_40mib);
 benches_for!(locking_normal);
 benches_for!(temp_file);
+benches_for!(foreign_keys_off);
+benches_for!(journal_memory_temp_file);
+benches_for!(temp_file_cache_8mib);

@@ -324,9 +324,11 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
     let q = Limits::PRODUCTION.query;
     let u = Limits::PRODUCTION.update;
     let fits = |ok: bool| if ok { "yes" } else { "NO" };
+    // The first column is as wide as the longest name, so the table stays aligned.
+    let w = runs.iter().map(|r| r.name.len()).chain([9]).max().unwrap_or(9);
     let mut t = String::from("Production limits (measured step only; instructions, not cycles):\n");
-    t += &format!("| {:<40} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n", "benchmark", "instructions", "5 B query", "40 B update", "reply bytes", "2/3 MiB", "wall");
-    t += &format!("|{:-<42}|{:->14}|{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n", "", "", "", "", "", "", "");
+    t += &format!("| {:<w$} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n", "benchmark", "instructions", "5 B query", "40 B update", "reply bytes", "2/3 MiB", "wall");
+    t += &format!("|{:-<w2$}|{:->14}|{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n", "", "", "", "", "", "", "", w2 = w + 2);
     for r in runs {
         let i = r.result.total.instructions;
         let (bytes, reply_fit) = match r.reply_bytes {
@@ -334,7 +336,7 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
             None => ("-".into(), "-".into()),
         };
         t += &format!(
-            "| {:<40} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>7.1}s |\n",
+            "| {:<w$} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>7.1}s |\n",
             r.name,
             canbench::fmt_block_value(i),
             fits(i <= q),
@@ -346,10 +348,11 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
     }
     let mode = if metering == Metering::On { "metered" } else { "NOT metered (--no-metering)" };
     t += &format!(
-        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} threads the rest; a benchmark's wall time includes its setup). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
+        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} thread{} the rest; a benchmark's wall time includes its setup). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
         total.as_secs_f64(),
         load.as_secs_f64(),
-        runs.len()
+        runs.len(),
+        if jobs == 1 { "" } else { "s" }
     );
     t
 }

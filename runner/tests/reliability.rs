@@ -120,7 +120,7 @@ fn a_million_orders_load_through_budgeted_calls_despite_upgrades_and_retries() {
 fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
     let deployable: Vec<_> = PROFILES.into_iter().filter(|p| p.deployable().is_ok()).collect();
     assert!(deployable.len() >= 10, "{} deployable profiles", deployable.len());
-    for profile in deployable.iter().filter(|p| ["reference", "ic_rusqlite", "journal_memory", "page_16k"].contains(&p.name)) {
+    for profile in deployable.iter().filter(|p| ["reference", "ic_rusqlite", "journal_memory_temp_file", "foreign_keys_off", "page_16k"].contains(&p.name)) {
         let mut c = install(Some(profile.name));
         update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
         update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 5_000u64)).unwrap()).unwrap();
