@@ -48,7 +48,7 @@ fi
 
 # field NAME TEXT: the value of `NAME = value` in Candid text output (underscores removed).
 field() { sed -n "s/.*$1 = \([^;:]*\).*/\1/p" <<<"$2" | head -n 1 | tr -d '_ '; }
-ok_or_die() { grep -q "variant {\s*Ok" <<<"$2" || grep -q "Ok =" <<<"$2" || grep -q "variant { Ok }" <<<"$2" || die "$1 failed: $2"; }
+ok_or_die() { grep -q "variant {\s*Ok" <<<"$2" || grep -q "Ok =" <<<"$2" || die "$1 failed: $2"; }
 
 out=$(call create_schema '()') || die "create_schema failed: $out"
 ok_or_die create_schema "$out"

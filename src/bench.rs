@@ -5,6 +5,7 @@
 use rusqlite::Connection;
 
 use crate::oracle;
+use crate::pragma::Profile;
 use crate::query::{query_rows, QueryLimits, Rows};
 use crate::schema::{create_indexes, create_schema, index_names};
 use crate::workload::{self, RolledBack};
@@ -142,6 +143,11 @@ impl Bench {
             Bench::InsertOrders1mIndexed => "Create 1M orders after indices were created",
             Bench::DeleteOrders100kRollback => "Delete 100000 orders with transaction rollback",
         }
+    }
+
+    /// The name of this benchmark under `profile`: `<name>_<profile>`, as canbench sees it.
+    pub fn profiled_name(self, profile: &Profile) -> String {
+        format!("{}_{}", self.name(), profile.name)
     }
 
     /// Finds a benchmark by its canbench name.

@@ -122,10 +122,11 @@ fn index_name(sql: &str) -> &str {
 /// built in one message: that is an [`Error::InstructionLimit`] with nothing changed, and the
 /// remedy is to create the indexes before loading (inserts then maintain them row by row).
 pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, meter: &M) -> Result<IndexProgress> {
+    let existing = index_names(conn)?;
     let mut created = Vec::new();
     for sql in CREATE_INDEXES {
         let name = index_name(sql);
-        if index_names(conn)?.iter().any(|n| n == name) {
+        if existing.iter().any(|n| n == name) {
             continue;
         }
         if meter.exhausted() {
@@ -145,9 +146,11 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
         }
         created.push(name.to_string());
     }
-    let existing = index_names(conn)?;
-    let remaining: Vec<String> =
-        CREATE_INDEXES.iter().map(|s| index_name(s).to_string()).filter(|n| !existing.contains(n)).collect();
+    let remaining: Vec<String> = CREATE_INDEXES
+        .iter()
+        .map(|s| index_name(s).to_string())
+        .filter(|n| !existing.contains(n) && !created.contains(n))
+        .collect();
     Ok(IndexProgress { complete: remaining.is_empty(), created, remaining })
 }
 

@@ -65,7 +65,8 @@ pub struct Standing {
     pub max_heap_pages: u64,
 }
 
-/// Splits `sqlite_select_join_1m_page_8k` into its benchmark and profile.
+/// Splits `sqlite_select_join_1m_page_8k` into its benchmark and profile (the inverse of
+/// [`Bench::profiled_name`]).
 pub fn split_name(name: &str) -> Option<(Bench, Profile)> {
     BENCHES.iter().find_map(|b| {
         let rest = name.strip_prefix(b.name())?.strip_prefix('_')?;
@@ -107,13 +108,18 @@ pub fn grouped(v: u64) -> String {
 
 /// "1.23x faster", "1.10x slower" or "same" (within 0.5%) for `value` against `base`.
 fn versus(value: u64, base: u64) -> String {
-    let r = value as f64 / base as f64;
+    ratio_text(value as f64 / base as f64, 2, "same")
+}
+
+/// A ratio of instructions (below 1: faster) as "1.23x faster" / "1.10x slower" with `decimals`
+/// decimals, or `same` within 0.5%.
+fn ratio_text(r: f64, decimals: usize, same: &str) -> String {
     if (r - 1.0).abs() < 0.005 {
-        "same".into()
+        same.into()
     } else if r < 1.0 {
-        format!("{:.2}x faster", 1.0 / r)
+        format!("{:.*}x faster", decimals, 1.0 / r)
     } else {
-        format!("{r:.2}x slower")
+        format!("{r:.decimals$}x slower")
     }
 }
 
@@ -132,7 +138,7 @@ fn usd(cycles: u64) -> String {
 
 /// The profiles' standings, fastest first (by geometric mean against the reference).
 pub fn standings(results: &BTreeMap<String, Measured>) -> Vec<Standing> {
-    let get = |b: Bench, p: &Profile| results.get(&format!("{}_{}", b.name(), p.name));
+    let get = |b: Bench, p: &Profile| results.get(&b.profiled_name(p));
     let mut out: Vec<Standing> = PROFILES
         .iter()
         .filter_map(|p| {
@@ -174,7 +180,7 @@ pub fn qualifies(s: &Standing) -> bool {
 
 /// Generates the report. `command` is how the results were produced; `date` when.
 pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str) -> Report {
-    let get = |b: Bench, p: &Profile| results.get(&format!("{}_{}", b.name(), p.name)).copied();
+    let get = |b: Bench, p: &Profile| results.get(&b.profiled_name(p)).copied();
     let standings = standings(results);
     let best = standings.iter().find(|s| qualifies(s));
 
@@ -196,13 +202,7 @@ pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str)
             s.profile.name,
             s.profile.source,
             s.benchmarks,
-            if (s.geomean_vs_reference - 1.0).abs() < 0.005 {
-                "same".to_string()
-            } else if s.geomean_vs_reference < 1.0 {
-                format!("{:.3}x faster", 1.0 / s.geomean_vs_reference)
-            } else {
-                format!("{:.3}x slower", s.geomean_vs_reference)
-            },
+            ratio_text(s.geomean_vs_reference, 3, "same"),
             s.worst_vs_memory,
             human(s.total),
         );
@@ -304,10 +304,8 @@ fn heatmap(results: &BTreeMap<String, Measured>) -> String {
     for (j, b) in BENCHES.iter().enumerate() {
         let x = label_w + j * cell_w + cell_w / 2;
         let short = b.name().trim_start_matches("sqlite_").replace('_', " ");
-        let (a, c) = short.split_at(short.len() / 2);
-        let split = a.rfind(' ').map_or(short.len() / 2, |k| k);
-        let (l1, l2) = short.split_at(split);
-        let _ = c;
+        let half = short.len() / 2;
+        let (l1, l2) = short.split_at(short[..half].rfind(' ').unwrap_or(half));
         let _ = writeln!(s, "<text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text><text x=\"{x}\" y=\"{}\" text-anchor=\"middle\">{}</text>", top - 30, l1.trim(), top - 16, l2.trim());
     }
     for (i, p) in PROFILES.iter().enumerate() {
@@ -315,8 +313,8 @@ fn heatmap(results: &BTreeMap<String, Measured>) -> String {
         let _ = writeln!(s, "<text x=\"8\" y=\"{}\">{}</text>", y + 15, p.name);
         for (j, b) in BENCHES.iter().enumerate() {
             let x = label_w + j * cell_w;
-            let cell = results.get(&format!("{}_{}", b.name(), p.name));
-            let reference = results.get(&format!("{}_{}", b.name(), REFERENCE.name));
+            let cell = results.get(&b.profiled_name(p));
+            let reference = results.get(&b.profiled_name(&REFERENCE));
             let (fill, text) = match (cell, reference) {
                 (Some(m), Some(r)) => {
                     let ratio = m.instructions.max(1) as f64 / r.instructions.max(1) as f64;
@@ -328,7 +326,7 @@ fn heatmap(results: &BTreeMap<String, Measured>) -> String {
                         let k = (t * 160.0) as u8;
                         format!("rgb(255,{},{})", 255 - k, 255 - k)
                     };
-                    let text = if (ratio - 1.0).abs() < 0.005 { "=".to_string() } else if ratio < 1.0 { format!("{:.2}x faster", 1.0 / ratio) } else { format!("{ratio:.2}x slower") };
+                    let text = ratio_text(ratio, 2, "=");
                     (fill, text)
                 }
                 _ => ("rgb(235,235,235)".to_string(), "n/a".to_string()),

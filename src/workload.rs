@@ -1,9 +1,9 @@
 //! The statements of the reference workload, as functions over a connection. The canister's
 //! endpoints, its canbench benchmarks and the native tests all call these.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 
-use crate::generate::{order_amount, order_user_id, write_email, write_username};
+use crate::generate::{order_amount, order_user_id, write_user};
 use crate::{Error, Meter, Result};
 
 /// The cached, parameterised user insert of the reference (executed once per user).
@@ -43,8 +43,7 @@ pub fn insert_users(conn: &mut Connection, offset: u64, count: u64, meter: &dyn 
                 break;
             }
             let id = offset + done + 1;
-            write_username(&mut name, id);
-            write_email(&mut mail, id);
+            write_user(&mut name, &mut mail, id);
             stmt.execute((&name, &mail))?;
             done += 1;
         }
@@ -130,13 +129,9 @@ pub fn count_orders(conn: &Connection) -> Result<u64> {
 /// The generator offset the next insert into `table` continues from: the highest id the table
 /// ever handed out (AUTOINCREMENT keeps it in `sqlite_sequence`), 0 for a table never written.
 pub fn next_offset(conn: &Connection, table: Table) -> Result<u64> {
-    let seq: Option<i64> = conn
-        .query_row("SELECT seq FROM sqlite_sequence WHERE name = ?1", [table.name()], |r| r.get(0))
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })?;
-    Ok(seq.unwrap_or(0) as u64)
+    let seq: Option<Option<i64>> =
+        conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = ?1", [table.name()], |r| r.get(0)).optional()?;
+    Ok(seq.flatten().unwrap_or(0) as u64)
 }
 
 /// A table of the schema.

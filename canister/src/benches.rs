@@ -18,7 +18,7 @@ fn run(fn_name: &str, bench: Bench, profile: &str) -> BenchResult {
     let fail = |step: &str, e: stablebench::Error| -> ! { ic_cdk::trap(format!("{fn_name}: {step}: {e}")) };
     let profile = Profile::by_name(profile).unwrap_or_else(|| ic_cdk::trap(format!("{fn_name}: no profile {profile}")));
     // The function name is the canbench name; it must be the one the library documents.
-    assert_eq!(fn_name, format!("{}_{}", bench.name(), profile.name), "benchmark function and names disagree");
+    assert_eq!(fn_name, bench.profiled_name(&profile), "benchmark function and names disagree");
     let sizes = Sizes::REFERENCE;
     // A fresh, empty database with this profile (the query's changes are discarded afterwards).
     db::reopen(&profile).unwrap_or_else(|e| fail("open", e));

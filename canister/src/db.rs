@@ -29,7 +29,7 @@ pub fn open(profile: &Profile) -> Result<()> {
 
 /// Closes the connection and opens it again with `profile` (the benchmarks' way to start from
 /// an empty database with another profile; before any table exists, so `page_size` applies).
-#[cfg(all(target_arch = "wasm32", feature = "canbench"))]
+#[cfg(feature = "canbench")]
 pub fn reopen(profile: &Profile) -> Result<()> {
     close();
     open(profile)
@@ -88,13 +88,6 @@ pub fn open(profile: &Profile) -> Result<()> {
     profile.apply(&conn)?;
     NATIVE.with_borrow_mut(|c| *c = Some(conn));
     Ok(())
-}
-
-/// Native stand-in for [`reopen`] on wasm32.
-#[cfg(all(not(target_arch = "wasm32"), feature = "canbench"))]
-pub fn reopen(profile: &Profile) -> Result<()> {
-    close();
-    open(profile)
 }
 
 /// Native stand-in for [`with_conn`] on wasm32.

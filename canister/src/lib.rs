@@ -227,6 +227,36 @@ fn update_budget(budget: Option<u64>) -> Result<InstructionBudget, Error> {
 
 const QUERY_LIMITS: QueryLimits = QueryLimits { max_reply_bytes: MAX_REPLY_BYTES };
 
+/// The frame every budgeted write runs in: controllers only, the budget checked, the schema
+/// required, then `job` with the connection and the budget's meter.
+fn budgeted_job<T>(
+    budget: Option<u64>,
+    job: impl FnOnce(&mut db::Connection, &InstructionBudget) -> stablebench::Result<T>,
+) -> Result<T, Error> {
+    require_controller()?;
+    let meter = update_budget(budget)?;
+    db::with_conn(|conn| {
+        require_schema(conn)?;
+        Ok(job(conn, &meter)?)
+    })
+}
+
+/// The frame every read runs in: the query budget, the schema required if `need_schema`, and
+/// `read` under the progress-handler guard that stops it at that budget. Callers check the
+/// controller first where it is required.
+fn guarded_read<T>(
+    need_schema: bool,
+    read: impl FnOnce(&db::Connection, &InstructionBudget) -> stablebench::Result<T>,
+) -> Result<T, Error> {
+    let meter = InstructionBudget(QUERY_BUDGET);
+    db::with_conn(|conn| {
+        if need_schema {
+            require_schema(conn)?;
+        }
+        Ok(guarded(conn, &meter, || read(conn, &meter))?)
+    })
+}
+
 /// Creates the `users` and `orders` tables if they do not exist. Controllers only.
 #[ic_cdk::update]
 fn create_schema() -> Result<(), Error> {
@@ -240,12 +270,7 @@ fn create_schema() -> Result<(), Error> {
 /// `next_offset` until `complete`. Controllers only.
 #[ic_cdk::update]
 fn add_users(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
-    require_controller()?;
-    let meter = update_budget(budget)?;
-    db::with_conn(|conn| {
-        require_schema(conn)?;
-        Ok(jobs::load_users(conn, offset, count, &meter)?)
-    })
+    budgeted_job(budget, |conn, meter| jobs::load_users(conn, offset, count, meter))
 }
 
 /// Loads orders for generator indexes `offset .. offset + count`, spread over the users that
@@ -253,12 +278,7 @@ fn add_users(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Erro
 /// as `add_users`. Controllers only.
 #[ic_cdk::update]
 fn add_orders(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
-    require_controller()?;
-    let meter = update_budget(budget)?;
-    db::with_conn(|conn| {
-        require_schema(conn)?;
-        Ok(jobs::load_orders(conn, offset, count, &meter)?)
-    })
+    budgeted_job(budget, |conn, meter| jobs::load_orders(conn, offset, count, meter))
 }
 
 /// Creates the missing indexes on `users(email)` and `orders(user_id)`, one per transaction,
@@ -266,12 +286,7 @@ fn add_orders(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Err
 /// refused with the remedy (create indexes before loading). Controllers only.
 #[ic_cdk::update]
 fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
-    require_controller()?;
-    let meter = update_budget(budget)?;
-    db::with_conn(|conn| {
-        require_schema(conn)?;
-        Ok(jobs::create_indexes(conn, &meter)?)
-    })
+    budgeted_job(budget, |conn, meter| jobs::create_indexes(conn, meter))
 }
 
 /// Deletes the orders of users `1 ..= max_user_id` (`DELETE FROM orders WHERE user_id <= ?`),
@@ -279,12 +294,7 @@ fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
 /// `next_order_id` until `complete`. Controllers only.
 #[ic_cdk::update]
 fn delete_orders(max_user_id: u64, from_order_id: Option<u64>, budget: Option<u64>) -> Result<Deleted, Error> {
-    require_controller()?;
-    let meter = update_budget(budget)?;
-    db::with_conn(|conn| {
-        require_schema(conn)?;
-        Ok(jobs::delete_orders_of_users(conn, max_user_id, from_order_id.unwrap_or(0), &meter)?)
-    })
+    budgeted_job(budget, |conn, meter| jobs::delete_orders_of_users(conn, max_user_id, from_order_id.unwrap_or(0), meter))
 }
 
 /// Runs one read-only statement (SELECT, WITH, VALUES or EXPLAIN) and returns its rows as typed
@@ -293,8 +303,7 @@ fn delete_orders(max_user_id: u64, from_order_id: Option<u64>, budget: Option<u6
 #[ic_cdk::query]
 fn query_sql(sql: String) -> Result<Rows, Error> {
     require_controller()?;
-    let meter = InstructionBudget(QUERY_BUDGET);
-    db::with_conn(|conn| Ok(guarded(conn, &meter, || query::query_rows(conn, &sql, QUERY_LIMITS, &meter))?))
+    guarded_read(false, |conn, meter| query::query_rows(conn, &sql, QUERY_LIMITS, meter))
 }
 
 /// Like `query_sql`, from row `start_row` on, returning as many rows as fit one reply and the
@@ -302,29 +311,20 @@ fn query_sql(sql: String) -> Result<Rows, Error> {
 #[ic_cdk::query]
 fn query_sql_page(sql: String, start_row: u64) -> Result<RowsPage, Error> {
     require_controller()?;
-    let meter = InstructionBudget(QUERY_BUDGET);
-    db::with_conn(|conn| Ok(guarded(conn, &meter, || query::query_page(conn, &sql, start_row, QUERY_LIMITS, &meter))?))
+    guarded_read(false, |conn, meter| query::query_page(conn, &sql, start_row, QUERY_LIMITS, meter))
 }
 
 /// Users with `user_id > after`, in id order, at most `limit`, as many as fit one reply; pass
 /// `next_after` back for the next page.
 #[ic_cdk::query]
 fn list_users(after: u64, limit: u32) -> Result<Page<User>, Error> {
-    let meter = InstructionBudget(QUERY_BUDGET);
-    db::with_conn(|conn| {
-        require_schema(conn)?;
-        Ok(guarded(conn, &meter, || query::list_users(conn, after, limit, QUERY_LIMITS, &meter))?)
-    })
+    guarded_read(true, |conn, meter| query::list_users(conn, after, limit, QUERY_LIMITS, meter))
 }
 
 /// Orders with `order_id > after`, in id order, at most `limit`; like `list_users`.
 #[ic_cdk::query]
 fn list_orders(after: u64, limit: u32) -> Result<Page<Order>, Error> {
-    let meter = InstructionBudget(QUERY_BUDGET);
-    db::with_conn(|conn| {
-        require_schema(conn)?;
-        Ok(guarded(conn, &meter, || query::list_orders(conn, after, limit, QUERY_LIMITS, &meter))?)
-    })
+    guarded_read(true, |conn, meter| query::list_orders(conn, after, limit, QUERY_LIMITS, meter))
 }
 
 /// Row counts, file and memory sizes, and the active pragmas.

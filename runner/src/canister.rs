@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, Instance, Linker, Module, OptLevel, Store, Val};
 
 use crate::host::{self, executed, Host, Kind, Message, Trap};
-use crate::instrument::{self, Instrumented, Metering};
+use crate::instrument::{self, Instrumented, Metering, START_EXPORT};
 
 /// Instruction limits per execution kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -182,9 +182,10 @@ impl Code {
         let mut linker = Linker::new(engine());
         host::add_to_linker(&mut linker).map_err(wt)?;
         // Fail now, naming every import the runner does not provide.
+        let mut probe = Store::new(engine(), Host::new(Principal::anonymous(), vec![]));
         let missing: Vec<String> = module
             .imports()
-            .filter(|i| linker.get_by_import(&mut Store::new(engine(), Host::new(Principal::anonymous(), vec![])), i).is_none())
+            .filter(|i| linker.get_by_import(&mut probe, i).is_none())
             .map(|i| format!("{}.{}", i.module(), i.name()))
             .collect();
         if !missing.is_empty() {
@@ -283,7 +284,7 @@ impl Canister {
         let limit = c.opts.limits.install;
         c.begin(Kind::Init, arg.to_vec(), Principal::anonymous());
         let started = Instant::now();
-        let (r, used) = c.run_install_steps(&["canister_start", "canister_init"], Kind::Init, limit);
+        let (r, used) = c.run_install_steps(&[START_EXPORT, "canister_init"], Kind::Init, limit);
         let out = c.finish(r.map(|_| Vec::new()).map_err(Reject::Trapped), used, started);
         if let Err(e) = &out.result {
             bail!("install failed: {e}");
@@ -321,7 +322,7 @@ impl Canister {
                     self.instance = instance;
                     self.code = code;
                     self.store.data_mut().msg = Message::new(Kind::PostUpgrade, arg.to_vec(), Principal::anonymous(), self.time());
-                    let (r2, used2) = self.run_install_steps(&["canister_start", "canister_post_upgrade"], Kind::PostUpgrade, limit - used.min(limit));
+                    let (r2, used2) = self.run_install_steps(&[START_EXPORT, "canister_post_upgrade"], Kind::PostUpgrade, limit - used.min(limit));
                     r = r2;
                     used += used2;
                 }
@@ -471,7 +472,7 @@ impl Canister {
     fn run_install_steps(&mut self, steps: &[&str], kind: Kind, limit: u64) -> (Result<(), Trap>, u64) {
         let mut used = 0;
         for step in steps {
-            let k = if *step == "canister_start" { Kind::Start } else { kind };
+            let k = if *step == START_EXPORT { Kind::Start } else { kind };
             self.store.data_mut().msg.kind = k;
             let (r, u) = self.call_if_exported(step, limit - used.min(limit));
             used += u;
@@ -483,7 +484,7 @@ impl Canister {
     }
 
     fn call_if_exported(&mut self, export: &str, limit: u64) -> (Result<(), Trap>, u64) {
-        if self.code.exports(export) || (export == "canister_start" && self.code.info.has_start) {
+        if self.code.exports(export) || (export == START_EXPORT && self.code.info.has_start) {
             self.call(export, limit)
         } else {
             (Ok(()), 0)

@@ -186,8 +186,9 @@ impl StableMemory {
             if *s == 0 {
                 self.touched.push(p);
             }
-            if save && *s & 1 == 0 {
-                let at = (p * OS_PAGE) as usize;
+            let at = (p * OS_PAGE) as usize;
+            // Pages grown by this message are cut off by `rollback`, never restored: no copy.
+            if save && *s & 1 == 0 && at < self.len_at_start {
                 self.undo.push((p, self.bytes[at..at + OS_PAGE as usize].into()));
             }
             *s |= bits;
@@ -216,10 +217,15 @@ pub struct Message {
     pub time: u64,
 }
 
+/// The largest reply of a replicated message (update), in bytes.
+pub const MAX_UPDATE_REPLY_BYTES: u64 = 2 << 20;
+/// The largest reply of a non-replicated query, in bytes.
+pub const MAX_QUERY_REPLY_BYTES: u64 = 3 << 20;
+
 impl Message {
     /// A message of `kind` from `caller` with `arg`.
     pub fn new(kind: Kind, arg: Vec<u8>, caller: Principal, time: u64) -> Message {
-        let max_reply = if kind == Kind::Query { 3 << 20 } else { 2 << 20 };
+        let max_reply = if kind == Kind::Query { MAX_QUERY_REPLY_BYTES } else { MAX_UPDATE_REPLY_BYTES };
         Message { kind, arg, caller, reply: Vec::new(), replied: false, rejected: None, max_reply, time }
     }
 }

@@ -67,8 +67,6 @@ pub struct Instrumented {
     pub has_start: bool,
     /// Indices of the mutable globals exported for persistence.
     pub persistent_globals: Vec<u32>,
-    /// Imported functions, as (module, name).
-    pub imports: Vec<(String, String)>,
     /// Custom sections by name (e.g. `icp:public candid:service`).
     pub custom_sections: Vec<(String, Vec<u8>)>,
 }
@@ -293,7 +291,6 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
         }
     }
     let mut persistent_globals = Vec::new();
-    let mut imports = Vec::new();
     let mut custom_sections = Vec::new();
     let mut global_done = false;
     let mut export_done = false;
@@ -339,7 +336,6 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     match imp.ty {
                         TypeRef::Func(_) | TypeRef::FuncExact(_) => {
                             imported_funcs += 1;
-                            imports.push((imp.module.to_string(), imp.name.to_string()));
                         }
                         TypeRef::Global(g) => {
                             if g.mutable {
@@ -443,7 +439,6 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
         mem_type: mem_type.unwrap_or(MemType::Wasm32),
         has_start: start.is_some(),
         persistent_globals,
-        imports,
         custom_sections,
     })
 }

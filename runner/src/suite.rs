@@ -19,6 +19,7 @@ use candid::Principal;
 use crate::canbench::{self, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
 use crate::instrument::Metering;
+use crate::host::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 
 /// Arguments of `stablebench-runner bench` (canbench 0.7's flags, plus `--no-metering`).
 #[derive(clap::Args, Debug, Default)]
@@ -262,10 +263,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), r.result.clone())).collect();
-    println!("{}", canbench::SEPARATOR);
-    if !args.less_verbose || args.show_summary {
-        print!("{}", canbench::format_summary_section(&new, &old, args.noise_threshold));
-    }
+    print!("{}", canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold));
     if args.csv {
         canbench::write_csv(&csv_path, &new, &old, args.noise_threshold)?;
         print!("{}", canbench::format_csv_saved(&csv_path));
@@ -297,8 +295,7 @@ pub fn stale_results(new: &BTreeMap<String, BenchResult>, old: &BTreeMap<String,
         match old.get(name) {
             None => out.push(format!("{name}: new, not in the results file")),
             Some(o) => {
-                let (a, b) = (o.total.instructions as f64, r.total.instructions as f64);
-                let pct = if a == 0.0 { if b == 0.0 { 0.0 } else { f64::INFINITY } } else { (b - a) / a * 100.0 };
+                let pct = canbench::percent_change(r.total.instructions, o.total.instructions);
                 if pct.abs() > noise {
                     out.push(format!("{name}: {} -> {} instructions ({pct:+.2}%)", o.total.instructions, r.total.instructions));
                 }
@@ -332,7 +329,7 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
     for r in runs {
         let i = r.result.total.instructions;
         let (bytes, reply_fit) = match r.reply_bytes {
-            Some(b) => (b.to_string(), format!("{}/{}", fits(b <= 2 << 20), fits(b <= 3 << 20))),
+            Some(b) => (b.to_string(), format!("{}/{}", fits(b <= MAX_UPDATE_REPLY_BYTES), fits(b <= MAX_QUERY_REPLY_BYTES))),
             None => ("-".into(), "-".into()),
         };
         t += &format!(

@@ -2,7 +2,7 @@
 //! (`target/canister/stablebench.wasm`, built by `scripts/build.sh`) through the offline runner.
 
 mod common;
-use common::code;
+use common::{code, decode, integrity_ok, sql, unit};
 
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
@@ -12,11 +12,7 @@ use stablebench_runner::canister::{default_controller, Canister, Limits, Options
 use stablebench_runner::host::Trap;
 
 fn install(limits: Limits) -> Canister {
-    Canister::install(code(), &candid::encode_args(()).unwrap(), Options { limits, ..Options::default() }).expect("installs").0
-}
-
-fn unit() -> Vec<u8> {
-    candid::encode_args(()).unwrap()
+    Canister::install(code(), &unit(), Options { limits, ..Options::default() }).expect("installs").0
 }
 
 fn create_indexes(c: &mut Canister) -> IndexProgress {
@@ -25,8 +21,7 @@ fn create_indexes(c: &mut Canister) -> IndexProgress {
 
 fn call<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal, query: bool) -> R {
     let out = if query { c.query(method, arg, caller) } else { c.update(method, arg, caller) };
-    let reply = out.result.unwrap_or_else(|e| panic!("{method} was rejected: {e}"));
-    candid::decode_one(&reply).unwrap_or_else(|e| panic!("{method}: {e}"))
+    decode(out, method)
 }
 
 fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8]) -> R {
@@ -34,11 +29,7 @@ fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg:
 }
 
 fn stats(c: &mut Canister) -> Stats {
-    call::<Result<Stats, Error>>(c, "stats", &candid::encode_args(()).unwrap(), Principal::anonymous(), true).expect("stats")
-}
-
-fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
-    call(c, "query_sql", &candid::encode_one(text).unwrap(), default_controller(), true)
+    call::<Result<Stats, Error>>(c, "stats", &unit(), Principal::anonymous(), true).expect("stats")
 }
 
 fn count(c: &mut Canister, text: &str) -> i64 {
@@ -49,17 +40,13 @@ fn count(c: &mut Canister, text: &str) -> i64 {
 }
 
 fn load(c: &mut Canister, users: u64, orders: u64) {
-    let unit = candid::encode_args(()).unwrap();
-    update::<Result<(), Error>>(c, "create_schema", &unit).expect("schema");
+    update::<Result<(), Error>>(c, "create_schema", &unit()).expect("schema");
     let b: Result<Batch, Error> = update(c, "add_users", &candid::encode_args((0u64, users)).unwrap());
     assert_eq!(b.unwrap(), Batch { inserted: users, next_offset: users, complete: true });
     let b: Result<Batch, Error> = update(c, "add_orders", &candid::encode_args((0u64, orders)).unwrap());
     assert_eq!(b.unwrap(), Batch { inserted: orders, next_offset: orders, complete: true });
 }
 
-fn integrity_ok(c: &mut Canister) -> bool {
-    sql(c, "SELECT * FROM pragma_integrity_check").unwrap().rows == vec![vec![Value::Text("ok".into())]]
-}
 
 #[test]
 fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
@@ -168,7 +155,7 @@ fn an_upgrade_keeps_every_row_and_the_settings() {
     let before = stats(&mut c);
     let like = sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap();
     for _ in 0..2 {
-        let out = c.upgrade(code(), &candid::encode_args(()).unwrap());
+        let out = c.upgrade(code(), &unit());
         assert!(out.result.is_ok(), "{:?}", out.result);
     }
     let after = stats(&mut c);

@@ -2,7 +2,7 @@
 //! (`target/canister/stablebench.wasm`) through the offline runner with production limits.
 
 mod common;
-use common::code;
+use common::{code, decode, integrity_ok, sql, unit};
 
 use std::collections::BTreeMap;
 
@@ -13,19 +13,14 @@ use stablebench::pragma::PROFILES;
 use stablebench::query::{Order, Page, Rows, RowsPage, User, Value};
 use stablebench::workload::select_join_sql;
 use stablebench_canister::{Batch, Deleted, Error, IndexProgress, InitArgs, ProfileInfo, Stats};
-use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Outcome, Reject};
+use stablebench_runner::canister::{default_controller, Canister, Options, Reject};
 
 fn init_arg(profile: Option<&str>) -> Vec<u8> {
     candid::encode_one(Some(InitArgs { profile: profile.map(str::to_string) })).unwrap()
 }
 
 fn install(profile: Option<&str>) -> Canister {
-    Canister::install(code(), &init_arg(profile), Options { limits: Limits::PRODUCTION, ..Options::default() }).expect("installs").0
-}
-
-fn decode<R: CandidType + DeserializeOwned>(out: Outcome, what: &str) -> R {
-    let reply = out.result.unwrap_or_else(|e| panic!("{what} was rejected: {e}"));
-    candid::decode_one(&reply).unwrap_or_else(|e| panic!("{what}: {e}"))
+    Canister::install(code(), &init_arg(profile), Options::default()).expect("installs").0
 }
 
 fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: Vec<u8>) -> R {
@@ -37,11 +32,7 @@ fn query<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: 
 }
 
 fn stats(c: &mut Canister) -> Stats {
-    query::<Result<Stats, Error>>(c, "stats", candid::encode_args(()).unwrap()).expect("stats")
-}
-
-fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
-    query(c, "query_sql", candid::encode_one(text).unwrap())
+    query::<Result<Stats, Error>>(c, "stats", unit()).expect("stats")
 }
 
 /// `PRAGMA quick_check` (integrity_check without the index-content cross-check, which costs
@@ -50,9 +41,6 @@ fn quick_check_ok(c: &mut Canister) -> bool {
     sql(c, "SELECT * FROM pragma_quick_check").expect("quick_check").rows == vec![vec![Value::Text("ok".into())]]
 }
 
-fn integrity_ok(c: &mut Canister) -> bool {
-    sql(c, "SELECT * FROM pragma_integrity_check").expect("integrity_check").rows == vec![vec![Value::Text("ok".into())]]
-}
 
 /// Calls `add_users`/`add_orders` from `offset` until `complete`, upgrading the canister after
 /// every `upgrade_every`-th call and repeating every `retry_every`-th call (as after a lost
@@ -92,7 +80,7 @@ fn load_all(c: &mut Canister, method: &str, total: u64, budget: u64, upgrade_eve
 #[test]
 fn a_million_orders_load_through_budgeted_calls_despite_upgrades_and_retries() {
     let mut c = install(None);
-    update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
+    update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
     // 4 B per call: every call stays at a tenth of the 40 B limit.
     let (uc, uu, ur) = load_all(&mut c, "add_users", 100_000, 500_000_000, 1, 2);
     let (oc, ou, or) = load_all(&mut c, "add_orders", 1_000_000, 4_000_000_000, 2, 3);
@@ -122,7 +110,7 @@ fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
     assert!(deployable.len() >= 10, "{} deployable profiles", deployable.len());
     for profile in deployable.iter().filter(|p| ["reference", "ic_rusqlite", "journal_memory_temp_file", "foreign_keys_off", "page_16k"].contains(&p.name)) {
         let mut c = install(Some(profile.name));
-        update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
+        update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
         update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 5_000u64)).unwrap()).unwrap();
         update::<Result<Batch, Error>>(&mut c, "add_orders", candid::encode_args((0u64, 50_000u64)).unwrap()).unwrap();
         let like = sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap();
@@ -141,7 +129,7 @@ fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
                 assert_eq!(sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap(), like);
                 assert!(integrity_ok(&mut c));
             }
-            let active: ProfileInfo = query(&mut c, "pragma_profile", candid::encode_args(()).unwrap());
+            let active: ProfileInfo = query(&mut c, "pragma_profile", unit());
             assert_eq!(active.name, other);
         }
     }
@@ -156,7 +144,7 @@ fn unknown_or_unsafe_profiles_fail_the_install_and_leave_an_upgraded_canister_as
         assert!(format!("{err:#}").contains("benchmarks only"), "{err:#}");
     }
     let mut c = install(Some("ic_rusqlite"));
-    update::<Result<(), Error>>(&mut c, "create_schema", candid::encode_args(()).unwrap()).unwrap();
+    update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
     update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 100u64)).unwrap()).unwrap();
     let before = stats(&mut c);
     for bad in ["fastest", "memory", "journal_off", "page_64k"] {
@@ -234,7 +222,7 @@ fn generated_hostile_calls_never_lose_or_corrupt_data() {
             "query_sql_page", "list_users", "list_orders", "garbage", "oversized",
         ]);
         let (method, arg, is_query): (&str, Vec<u8>, bool) = match method {
-            "create_schema" => (method, candid::encode_args(()).unwrap(), false),
+            "create_schema" => (method, unit(), false),
             "add_users" => (method, candid::encode_args((n(&mut rng, users), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(), false),
             "add_orders" => (method, candid::encode_args((n(&mut rng, orders_next), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(), false),
             "create_indexes" => (method, candid::encode_args((budget,)).unwrap(), false),

@@ -60,7 +60,6 @@ pub(crate) struct Values {
 }
 
 impl Values {
-    #[cfg(test)]
     pub(crate) fn new(curr: Option<u64>, prev: Option<u64>) -> Self {
         Self { curr, prev }
     }

@@ -189,12 +189,28 @@ pub fn format_report(
         }
         new.insert(name.clone(), result.clone());
     }
-    out.push_str(SEPARATOR);
-    out.push('\n');
+    out.push_str(&format_report_tail(&new, old, show_summary, noise_threshold));
+    out
+}
+
+/// What canbench prints after the per-benchmark sections: the separator and, unless
+/// `--less-verbose` without `--show-summary`, the summary.
+pub fn format_report_tail(
+    new: &BTreeMap<String, BenchResult>,
+    old: &BTreeMap<String, BenchResult>,
+    show_summary: bool,
+    noise_threshold: f64,
+) -> String {
+    let mut out = format!("{SEPARATOR}\n");
     if show_summary {
-        out.push_str(&format_summary_section(&new, old, noise_threshold));
+        out.push_str(&format_summary_section(new, old, noise_threshold));
     }
     out
+}
+
+/// canbench's percent change from `prev` to `curr` (infinite from 0, 0 when both are 0).
+pub(crate) fn percent_change(curr: u64, prev: u64) -> f64 {
+    data::Values::new(Some(curr), Some(prev)).percent_diff().expect("both values are present")
 }
 
 /// The line canbench prints after writing the CSV file: `CSV results saved to <path>`.

@@ -2,7 +2,11 @@
 
 use std::sync::{Arc, OnceLock};
 
-use stablebench_runner::canister::Code;
+use candid::CandidType;
+use serde::de::DeserializeOwned;
+use stablebench::query::{Rows, Value};
+use stablebench_canister::Error;
+use stablebench_runner::canister::{default_controller, Canister, Code, Outcome};
 use stablebench_runner::instrument::Metering;
 
 /// `target/canister/stablebench.wasm` (built by scripts/build.sh), instrumented and compiled.
@@ -14,4 +18,25 @@ pub fn code() -> Arc<Code> {
         Code::from_file(path.as_ref(), Metering::On).expect("the canister wasm loads")
     })
     .clone()
+}
+
+/// The Candid encoding of no arguments.
+pub fn unit() -> Vec<u8> {
+    candid::encode_args(()).unwrap()
+}
+
+/// The reply of `out`, decoded; panics, naming `what`, if it was rejected or does not decode.
+pub fn decode<R: CandidType + DeserializeOwned>(out: Outcome, what: &str) -> R {
+    let reply = out.result.unwrap_or_else(|e| panic!("{what} was rejected: {e}"));
+    candid::decode_one(&reply).unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// `query_sql` as a controller.
+pub fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
+    decode(c.query("query_sql", &candid::encode_one(text).unwrap(), default_controller()), "query_sql")
+}
+
+/// `PRAGMA integrity_check` through the read-only endpoint.
+pub fn integrity_ok(c: &mut Canister) -> bool {
+    sql(c, "SELECT * FROM pragma_integrity_check").expect("integrity_check").rows == vec![vec![Value::Text("ok".into())]]
 }
