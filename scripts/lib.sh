@@ -1,5 +1,5 @@
 # Shared by the scripts in this folder (sourced, not run). Installs what a fresh machine lacks:
-# the Rust toolchain pinned in rust-toolchain.toml with the wasm32-wasip1 target, and the pinned
+# the Rust toolchain pinned in rust-toolchain.toml with rustfmt, clippy and the wasm32-wasip1 target, and the pinned
 # cargo tools (wasi2ic, ic-wasm) in a versioned cache so a second run is instant.
 
 set -euo pipefail
@@ -37,6 +37,13 @@ ensure_rust() {
     log "installing Rust $channel"
     rustup toolchain install "$channel" --profile minimal || die "could not install Rust $channel"
   fi
+  local component
+  for component in rustfmt clippy; do
+    if ! rustup component list --installed --toolchain "$channel" | grep -q "^$component"; then
+      log "adding component $component to Rust $channel"
+      rustup component add "$component" --toolchain "$channel" || die "could not add component $component"
+    fi
+  done
   if ! rustup target list --installed --toolchain "$channel" | grep -qx "$WASM_TARGET"; then
     log "adding target $WASM_TARGET to Rust $channel"
     rustup target add "$WASM_TARGET" --toolchain "$channel" || die "could not add target $WASM_TARGET"

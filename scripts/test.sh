@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The README's test command, and what CI runs (.ci/run): builds both wasm files the way users
+# The README's test command, and what CI runs (.ci/run): checks formatting and lints, builds both wasm files the way users
 # build them, checks them, runs every test of the workspace (in release mode: the runner's tests
 # execute canister wasm, and the release artifacts are shared with scripts/bench.sh), then runs
 # every benchmark under every pragma profile at reference size through the offline runner (about
 # 7 minutes on 2 cores). Each benchmark checks its result against the oracle, and --check fails
 # if canbench_results.yml is stale.
 source "$(dirname "$0")/lib.sh"
+
+ensure_rust
+log "checking formatting and lints"
+cargo fmt --all --check || die "cargo fmt --all --check failed: run cargo fmt --all"
+cargo clippy --workspace --all-targets --all-features --locked -- -D warnings || die "clippy found warnings"
 
 "$ROOT/scripts/build.sh" all
 

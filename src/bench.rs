@@ -138,7 +138,9 @@ impl Bench {
             Bench::CreateIndexes => "Create indexes, when there are 1M orders in the table",
             Bench::SelectJoin => "Make a joint selection (100K users, 1M orders)",
             Bench::SelectLike => "Select using LIKE on an indexed field",
-            Bench::InsertOrders100Indexed => "Create 100 extra orders after there were already 1M orders and field indexes created",
+            Bench::InsertOrders100Indexed => {
+                "Create 100 extra orders after there were already 1M orders and field indexes created"
+            }
             Bench::DeleteOrders1kIndexed => "Remove 1000 orders (we remove all orders from the first 100 users)",
             Bench::InsertOrders1mIndexed => "Create 1M orders after indices were created",
             Bench::DeleteOrders100kRollback => "Delete 100000 orders with transaction rollback",
@@ -207,20 +209,15 @@ impl Bench {
             Bench::SelectLike => {
                 Output::Rows(query_rows(conn, workload::SELECT_LIKE, QueryLimits::UNLIMITED, unlimited)?)
             }
-            Bench::InsertOrders100Indexed => Output::Count(workload::insert_orders(
-                conn,
-                0,
-                Sizes::EXTRA_ORDERS,
-                sizes.users,
-                unlimited,
-            )?),
+            Bench::InsertOrders100Indexed => {
+                Output::Count(workload::insert_orders(conn, 0, Sizes::EXTRA_ORDERS, sizes.users, unlimited)?)
+            }
             Bench::DeleteOrders1kIndexed => {
                 Output::Count(workload::delete_orders_of_users(conn, sizes.delete_max_user_id())?)
             }
-            Bench::DeleteOrders100kRollback => Output::RolledBack(workload::delete_orders_and_roll_back(
-                conn,
-                sizes.rollback_min_order_id(),
-            )?),
+            Bench::DeleteOrders100kRollback => {
+                Output::RolledBack(workload::delete_orders_and_roll_back(conn, sizes.rollback_min_order_id())?)
+            }
         })
     }
 
@@ -232,12 +229,7 @@ impl Bench {
             Output::Rows(r) => (r.rows.len() as u64, oracle::checksum(r)),
             Output::RolledBack(rb) => (rb.deleted, rb.seen_inside),
         };
-        Ok(Outcome {
-            rows,
-            checksum,
-            users: workload::count_users(conn)?,
-            orders: workload::count_orders(conn)?,
-        })
+        Ok(Outcome { rows, checksum, users: workload::count_users(conn)?, orders: workload::count_orders(conn)? })
     }
 
     /// The outcome the oracle predicts for `sizes`.
@@ -256,12 +248,9 @@ impl Bench {
                 let (n, sum) = oracle::like(users);
                 full(n, sum)
             }
-            Bench::InsertOrders100Indexed => Outcome {
-                rows: Sizes::EXTRA_ORDERS,
-                checksum: 0,
-                users,
-                orders: orders + Sizes::EXTRA_ORDERS,
-            },
+            Bench::InsertOrders100Indexed => {
+                Outcome { rows: Sizes::EXTRA_ORDERS, checksum: 0, users, orders: orders + Sizes::EXTRA_ORDERS }
+            }
             Bench::DeleteOrders1kIndexed => {
                 let gone = oracle::orders_of_users(users, orders, sizes.delete_max_user_id());
                 Outcome { rows: gone, checksum: 0, users, orders: orders - gone }
@@ -278,10 +267,7 @@ impl Bench {
         let actual = self.outcome(conn, output)?;
         let expected = self.expected(sizes);
         if actual != expected {
-            return Err(Error::WrongResult(format!(
-                "{}: expected {expected:?}, got {actual:?}",
-                self.name()
-            )));
+            return Err(Error::WrongResult(format!("{}: expected {expected:?}, got {actual:?}", self.name())));
         }
         Ok(actual)
     }

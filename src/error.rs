@@ -53,10 +53,9 @@ impl fmt::Display for Error {
             Error::Sqlite(e) => write!(f, "SQLite error: {e}"),
             Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
             Error::NotReadOnly(m) => write!(f, "not a read-only statement: {m}"),
-            Error::PragmaNotApplied { name, requested, effective } => write!(
-                f,
-                "PRAGMA {name} = {requested} did not take effect (SQLite reports {effective})"
-            ),
+            Error::PragmaNotApplied { name, requested, effective } => {
+                write!(f, "PRAGMA {name} = {requested} did not take effect (SQLite reports {effective})")
+            }
             Error::ReplyTooLarge { rows_read, limit_bytes } => write!(
                 f,
                 "the result exceeds {limit_bytes} bytes after {rows_read} rows; \

@@ -99,7 +99,10 @@ mod tests {
             assert_eq!(buf, format!("user{id}@example.com"));
             let mut mail = String::from("leftover");
             write_user(&mut buf, &mut mail, id);
-            assert_eq!((buf.as_str(), mail.as_str()), (format!("user{id}").as_str(), format!("user{id}@example.com").as_str()));
+            assert_eq!(
+                (buf.as_str(), mail.as_str()),
+                (format!("user{id}").as_str(), format!("user{id}@example.com").as_str())
+            );
         }
     }
 

@@ -59,7 +59,12 @@ fn load(
     }
     let end = match offset.checked_add(count) {
         Some(end) if end <= i64::MAX as u64 => end,
-        _ => return Err(Error::InvalidArgument(format!("offset + count exceeds {} (SQLite's largest row id)", i64::MAX))),
+        _ => {
+            return Err(Error::InvalidArgument(format!(
+                "offset + count exceeds {} (SQLite's largest row id)",
+                i64::MAX
+            )))
+        }
     };
     let next = next_offset(conn, table)?;
     if offset > next {
@@ -172,7 +177,12 @@ pub struct Deleted {
 /// bounded (at most that many rows are visited), so the budget is checked between windows and
 /// no statement has to be interrupted (an interrupt would roll back the whole transaction).
 /// Repeating a call deletes nothing more.
-pub fn delete_orders_of_users(conn: &mut Connection, max_user_id: u64, from_order_id: u64, meter: &dyn Meter) -> Result<Deleted> {
+pub fn delete_orders_of_users(
+    conn: &mut Connection,
+    max_user_id: u64,
+    from_order_id: u64,
+    meter: &dyn Meter,
+) -> Result<Deleted> {
     for (what, v) in [("max_user_id", max_user_id), ("from_order_id", from_order_id)] {
         if v > i64::MAX as u64 {
             return Err(Error::InvalidArgument(format!("{what} must be at most {}", i64::MAX)));

@@ -1,7 +1,7 @@
 //! # stablebench workload
 //!
 //! The users/orders workload of the ic-rusqlite reference benchmark
-//! (`shared/seeds/ic-rusqlite-users-orders.md`) as a plain Rust library over a
+//! (wasm-forge/ic-rusqlite, `benchmarks/users-orders`; see docs/sources.md) as a plain Rust library over a
 //! [`rusqlite::Connection`]: the [`schema`], ordered [`pragma`] profiles, deterministic
 //! [`generate`]d rows, the [`workload`] statements, resumable [`jobs`] that stay under a message's
 //! instruction limit, a read-only [`query`] runner, the [`oracle`] that predicts every result, and

@@ -112,7 +112,7 @@ const fn sweep(name: &'static str, source: &'static str, atomic: bool, pragmas: 
 /// The settings of the reference benchmark (the seed document's pragma table), in our order.
 pub const REFERENCE: Profile = Profile {
     name: "reference",
-    source: "the pragma table of the ic-rusqlite users-orders benchmark (shared/seeds)",
+    source: "the pragma table of the ic-rusqlite users-orders benchmark (wasm-forge/ic-rusqlite benchmarks)",
     storage: Storage::StableMemory,
     atomic: true,
     relaxes: None,
@@ -235,23 +235,170 @@ pub const PROFILES: [Profile; 20] = [
     REFERENCE,
     IC_RUSQLITE,
     MEMORY,
-    sweep("journal_truncate", "journal_mode TRUNCATE", true, &[PAGE_4K, LOCK_EXCLUSIVE, set(JOURNAL_PERSIST, "TRUNCATE", "Truncate the journal to 0 bytes at commit."), SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
+    sweep(
+        "journal_truncate",
+        "journal_mode TRUNCATE",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            set(JOURNAL_PERSIST, "TRUNCATE", "Truncate the journal to 0 bytes at commit."),
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
     JOURNAL_MEMORY,
-    sweep("journal_wal", "journal_mode WAL (EXCLUSIVE locking, so no shared memory)", true, &[PAGE_4K, LOCK_EXCLUSIVE, set(JOURNAL_PERSIST, "WAL", "Write-ahead log in a second file of the polyfill's file system."), SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("journal_off", "journal_mode OFF (ROLLBACK does nothing: not atomic)", false, &[PAGE_4K, LOCK_EXCLUSIVE, set(JOURNAL_PERSIST, "OFF", "No journal: ROLLBACK cannot undo anything."), SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("sync_off", "synchronous OFF", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, set(SYNC_NORMAL, "OFF", "No sync calls."), TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("sync_full", "synchronous FULL", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, set(SYNC_NORMAL, "FULL", "Sync after every journal write."), TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("page_8k", "page_size 8192", true, &[set(PAGE_4K, "8192", "8 KiB pages: two OS pages each."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("page_16k", "page_size 16384", true, &[set(PAGE_4K, "16384", "16 KiB pages."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("page_32k", "page_size 32768", true, &[set(PAGE_4K, "32768", "32 KiB pages."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("page_64k", "page_size 65536", true, &[set(PAGE_4K, "65536", "64 KiB pages, SQLite's largest."), LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("cache_8mib", "cache_size 2000 pages (8 MiB)", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_8MIB]),
-    sweep("cache_40mib", "cache_size 10000 pages (40 MiB)", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, set(CACHE_WHOLE, "10000", "10,000 pages: about half the reference database.")]),
-    sweep("locking_normal", "locking_mode NORMAL", true, &[PAGE_4K, set(LOCK_EXCLUSIVE, "NORMAL", "Lock and unlock around every transaction."), JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE]),
-    sweep("temp_file", "temp_store FILE", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_FILE, CACHE_WHOLE]),
+    sweep(
+        "journal_wal",
+        "journal_mode WAL (EXCLUSIVE locking, so no shared memory)",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            set(JOURNAL_PERSIST, "WAL", "Write-ahead log in a second file of the polyfill's file system."),
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "journal_off",
+        "journal_mode OFF (ROLLBACK does nothing: not atomic)",
+        false,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            set(JOURNAL_PERSIST, "OFF", "No journal: ROLLBACK cannot undo anything."),
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "sync_off",
+        "synchronous OFF",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            set(SYNC_NORMAL, "OFF", "No sync calls."),
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "sync_full",
+        "synchronous FULL",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            set(SYNC_NORMAL, "FULL", "Sync after every journal write."),
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_8k",
+        "page_size 8192",
+        true,
+        &[
+            set(PAGE_4K, "8192", "8 KiB pages: two OS pages each."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_16k",
+        "page_size 16384",
+        true,
+        &[
+            set(PAGE_4K, "16384", "16 KiB pages."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_32k",
+        "page_size 32768",
+        true,
+        &[
+            set(PAGE_4K, "32768", "32 KiB pages."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_64k",
+        "page_size 65536",
+        true,
+        &[
+            set(PAGE_4K, "65536", "64 KiB pages, SQLite's largest."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "cache_8mib",
+        "cache_size 2000 pages (8 MiB)",
+        true,
+        &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_8MIB],
+    ),
+    sweep(
+        "cache_40mib",
+        "cache_size 10000 pages (40 MiB)",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            set(CACHE_WHOLE, "10000", "10,000 pages: about half the reference database."),
+        ],
+    ),
+    sweep(
+        "locking_normal",
+        "locking_mode NORMAL",
+        true,
+        &[
+            PAGE_4K,
+            set(LOCK_EXCLUSIVE, "NORMAL", "Lock and unlock around every transaction."),
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "temp_file",
+        "temp_store FILE",
+        true,
+        &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_FILE, CACHE_WHOLE],
+    ),
     FOREIGN_KEYS_OFF,
     JOURNAL_MEMORY_TEMP_FILE,
-    sweep("temp_file_cache_8mib", "temp_store FILE and cache_size 2000 pages, combined (sorts spill to a temporary file)", true, &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_FILE, CACHE_8MIB]),
+    sweep(
+        "temp_file_cache_8mib",
+        "temp_store FILE and cache_size 2000 pages, combined (sorts spill to a temporary file)",
+        true,
+        &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_FILE, CACHE_8MIB],
+    ),
 ];
 
 /// The profile the canister applies unless its install argument names another: the pragma
@@ -283,7 +430,10 @@ impl Profile {
     /// memory) and COMMIT/ROLLBACK must stay atomic. The error says why not.
     pub fn deployable(&self) -> std::result::Result<(), String> {
         if self.storage == Storage::Heap {
-            return Err(format!("profile {} keeps the database in the heap, which every upgrade discards: it is for benchmarks only", self.name));
+            return Err(format!(
+                "profile {} keeps the database in the heap, which every upgrade discards: it is for benchmarks only",
+                self.name
+            ));
         }
         if !self.atomic {
             return Err(format!("profile {} is not atomic ({}): it is for benchmarks only", self.name, self.source));
@@ -353,7 +503,9 @@ mod tests {
         for profile in PROFILES {
             let names: Vec<_> = profile.pragmas.iter().map(|p| p.name).collect();
             assert_eq!(names.first(), Some(&"page_size"), "{}", profile.name);
-            if let (Some(lock), Some(journal)) = (names.iter().position(|&x| x == "locking_mode"), names.iter().position(|&x| x == "journal_mode")) {
+            if let (Some(lock), Some(journal)) =
+                (names.iter().position(|&x| x == "locking_mode"), names.iter().position(|&x| x == "journal_mode"))
+            {
                 assert!(lock < journal, "{}", profile.name);
             }
         }

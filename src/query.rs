@@ -57,12 +57,7 @@ const READ_KEYWORDS: [&str; 4] = ["SELECT", "WITH", "VALUES", "EXPLAIN"];
 
 /// Prepares `sql`, refuses anything that is not a single read-only query, and returns its rows.
 /// Fails with [`Error::ReplyTooLarge`] or [`Error::InstructionLimit`] when a limit is reached.
-pub fn query_rows(
-    conn: &Connection,
-    sql: &str,
-    limits: QueryLimits,
-    meter: &dyn Meter,
-) -> Result<Rows> {
+pub fn query_rows(conn: &Connection, sql: &str, limits: QueryLimits, meter: &dyn Meter) -> Result<Rows> {
     read_rows(conn, sql, 0, limits, meter, OnLimit::Fail).map(|(rows, _)| rows)
 }
 
@@ -213,20 +208,42 @@ pub struct Page<T> {
 
 /// Users with `user_id > after`, in id order, at most `limit` (keyset pagination: a page costs
 /// the same wherever it starts). Stops early at the reply-size limit or the budget.
-pub fn list_users(conn: &Connection, after: u64, limit: u32, limits: QueryLimits, meter: &dyn Meter) -> Result<Page<User>> {
+pub fn list_users(
+    conn: &Connection,
+    after: u64,
+    limit: u32,
+    limits: QueryLimits,
+    meter: &dyn Meter,
+) -> Result<Page<User>> {
     let sql = "SELECT user_id, username, email, created_at FROM users WHERE user_id > ?1 ORDER BY user_id LIMIT ?2";
     keyset_page(conn, sql, after, limit, limits, meter, |r| {
-        let user = User { user_id: r.get::<_, i64>(0)? as u64, username: r.get(1)?, email: r.get(2)?, created_at: r.get::<_, Option<String>>(3)?.unwrap_or_default() };
+        let user = User {
+            user_id: r.get::<_, i64>(0)? as u64,
+            username: r.get(1)?,
+            email: r.get(2)?,
+            created_at: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+        };
         let size = 8 + 3 * 5 + (user.username.len() + user.email.len() + user.created_at.len()) as u64;
         Ok((user.user_id, size, user))
     })
 }
 
 /// Orders with `order_id > after`, in id order, at most `limit`; like [`list_users`].
-pub fn list_orders(conn: &Connection, after: u64, limit: u32, limits: QueryLimits, meter: &dyn Meter) -> Result<Page<Order>> {
+pub fn list_orders(
+    conn: &Connection,
+    after: u64,
+    limit: u32,
+    limits: QueryLimits,
+    meter: &dyn Meter,
+) -> Result<Page<Order>> {
     let sql = "SELECT order_id, user_id, amount, created_at FROM orders WHERE order_id > ?1 ORDER BY order_id LIMIT ?2";
     keyset_page(conn, sql, after, limit, limits, meter, |r| {
-        let order = Order { order_id: r.get::<_, i64>(0)? as u64, user_id: r.get::<_, i64>(1)? as u64, amount: r.get(2)?, created_at: r.get::<_, Option<String>>(3)?.unwrap_or_default() };
+        let order = Order {
+            order_id: r.get::<_, i64>(0)? as u64,
+            user_id: r.get::<_, i64>(1)? as u64,
+            amount: r.get(2)?,
+            created_at: r.get::<_, Option<String>>(3)?.unwrap_or_default(),
+        };
         Ok((order.order_id, 8 * 3 + 5 + order.created_at.len() as u64, order))
     })
 }
@@ -243,7 +260,8 @@ fn keyset_page<T>(
     if limit == 0 {
         return Err(Error::InvalidArgument("limit must be at least 1".into()));
     }
-    let after = i64::try_from(after).map_err(|_| Error::InvalidArgument(format!("after must be at most {}", i64::MAX)))?;
+    let after =
+        i64::try_from(after).map_err(|_| Error::InvalidArgument(format!("after must be at most {}", i64::MAX)))?;
     let mut stmt = conn.prepare_cached(sql)?;
     // One row more than asked for tells whether there is a next page.
     let mut rows = stmt.query((after, limit as i64 + 1))?;
@@ -378,7 +396,9 @@ mod tests {
                 self.0.set(self.0.get() + 1);
                 self.0.get() > 2
             }
-            fn budget(&self) -> u64 { 42 }
+            fn budget(&self) -> u64 {
+                42
+            }
         }
         let c = Connection::open_in_memory().unwrap();
         let sql = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 100000) SELECT i FROM n";

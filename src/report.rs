@@ -18,7 +18,7 @@ pub struct Measured {
     pub stable_memory_increase: u64,
 }
 
-/// Prices used for costs, with their source and date (`shared/spec/ic-runtime.md` section 8).
+/// Prices used for costs, with their source and date (docs/sources.md, "Prices").
 pub mod prices {
     /// Cycles per update message execution on a 13-node application subnet.
     pub const UPDATE_BASE_CYCLES: u64 = 5_000_000;
@@ -195,7 +195,8 @@ pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str)
             Err(_) if s.profile.storage == Storage::Heap => "no: heap, lost on upgrade".to_string(),
             Err(_) => "no: not atomic".to_string(),
         };
-        let mark = if best.is_some_and(|b| b.profile.name == s.profile.name) { " **(fastest qualifying)**" } else { "" };
+        let mark =
+            if best.is_some_and(|b| b.profile.name == s.profile.name) { " **(fastest qualifying)**" } else { "" };
         let _ = writeln!(
             profiles,
             "| `{}`{mark} | {} | {} | {} | {:.2}x | {} | {deploy} |",
@@ -266,7 +267,8 @@ pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str)
         let (reference, floor) = (get(*b, &REFERENCE), get(*b, &MEMORY));
         for p in PROFILES.iter() {
             let Some(m) = get(*b, p) else { continue };
-            let per_row = rows_inserted(*b).map_or("-".to_string(), |n| format!("{:.1}", m.stable_memory_increase as f64 * 65_536.0 / n as f64));
+            let per_row = rows_inserted(*b)
+                .map_or("-".to_string(), |n| format!("{:.1}", m.stable_memory_increase as f64 * 65_536.0 / n as f64));
             let cycles = prices::UPDATE_BASE_CYCLES + prices::CYCLES_PER_INSTRUCTION * m.instructions;
             let yes = |ok: bool| if ok { "yes" } else { "**no**" };
             let _ = writeln!(
@@ -352,8 +354,14 @@ mod tests {
 
     #[test]
     fn names_split_into_benchmark_and_profile() {
-        assert_eq!(split_name("sqlite_select_join_1m_page_8k").map(|(b, p)| (b, p.name)), Some((Bench::SelectJoin, "page_8k")));
-        assert_eq!(split_name("sqlite_insert_orders_1m_indexed_reference").map(|(b, p)| (b, p.name)), Some((Bench::InsertOrders1mIndexed, "reference")));
+        assert_eq!(
+            split_name("sqlite_select_join_1m_page_8k").map(|(b, p)| (b, p.name)),
+            Some((Bench::SelectJoin, "page_8k"))
+        );
+        assert_eq!(
+            split_name("sqlite_insert_orders_1m_indexed_reference").map(|(b, p)| (b, p.name)),
+            Some((Bench::InsertOrders1mIndexed, "reference"))
+        );
         assert!(split_name("sqlite_select_join_1m_nonsense").is_none());
     }
 
@@ -370,7 +378,14 @@ mod tests {
     fn the_fastest_qualifying_profile_is_atomic_in_stable_memory_and_keeps_foreign_keys() {
         let mut results = BTreeMap::new();
         for b in BENCHES {
-            for (p, ins) in [("reference", 100), ("memory", 10), ("journal_off", 20), ("foreign_keys_off", 50), ("sync_off", 90), ("page_8k", 95)] {
+            for (p, ins) in [
+                ("reference", 100),
+                ("memory", 10),
+                ("journal_off", 20),
+                ("foreign_keys_off", 50),
+                ("sync_off", 90),
+                ("page_8k", 95),
+            ] {
                 if p == "journal_off" && b == Bench::DeleteOrders100kRollback {
                     continue;
                 }

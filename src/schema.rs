@@ -1,4 +1,4 @@
-//! The users/orders schema of the reference workload (`shared/seeds/ic-rusqlite-users-orders.md`).
+//! The users/orders schema of the reference workload (wasm-forge/ic-rusqlite, `benchmarks/users-orders`; see docs/sources.md).
 
 use rusqlite::Connection;
 
@@ -59,9 +59,8 @@ pub fn schema_exists(conn: &Connection) -> Result<bool> {
 
 /// Names of the user-created indexes that exist, sorted.
 pub fn index_names(conn: &Connection) -> Result<Vec<String>> {
-    let mut stmt = conn.prepare(
-        "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name",
-    )?;
+    let mut stmt =
+        conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")?;
     let names = stmt.query_map((), |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     Ok(names)
 }

@@ -107,8 +107,7 @@ pub struct RolledBack {
 pub fn delete_orders_and_roll_back(conn: &Connection, min_order_id: u64) -> Result<RolledBack> {
     conn.execute_batch("BEGIN TRANSACTION")?;
     let outcome = (|| {
-        let deleted =
-            conn.execute(&format!("DELETE FROM orders WHERE order_id > {min_order_id}"), ())? as u64;
+        let deleted = conn.execute(&format!("DELETE FROM orders WHERE order_id > {min_order_id}"), ())? as u64;
         let seen_inside = count_orders(conn)?;
         Ok(RolledBack { deleted, seen_inside })
     })();

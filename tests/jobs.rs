@@ -59,7 +59,10 @@ fn a_load_in_budgeted_batches_equals_one_big_load_and_retries_add_nothing() -> R
             break;
         }
         // Retrying even older cursors adds nothing either.
-        assert_eq!(jobs::load_users(&mut c, 0, 1, &NoLimit)?, Batch { inserted: 0, next_offset: offset, complete: true });
+        assert_eq!(
+            jobs::load_users(&mut c, 0, 1, &NoLimit)?,
+            Batch { inserted: 0, next_offset: offset, complete: true }
+        );
     }
     // 5,000 rows at most 1,024 a call (the fourth check, at row 1,024, stops it): 5 calls or more.
     assert!(calls >= 5, "the budget split the load ({calls} calls)");
@@ -77,10 +80,15 @@ fn a_load_in_budgeted_batches_equals_one_big_load_and_retries_add_nothing() -> R
 #[test]
 fn a_load_past_the_end_or_out_of_range_is_refused_and_changes_nothing() -> Result<()> {
     let mut c = db()?;
-    assert!(matches!(jobs::load_orders(&mut c, 0, 10, &NoLimit), Err(Error::InvalidArgument(m)) if m.contains("no users")));
+    assert!(
+        matches!(jobs::load_orders(&mut c, 0, 10, &NoLimit), Err(Error::InvalidArgument(m)) if m.contains("no users"))
+    );
     jobs::load_users(&mut c, 0, 10, &NoLimit)?;
     for (offset, count) in [(11, 5), (0, 0), (0, u64::MAX), (u64::MAX, 1)] {
-        assert!(matches!(jobs::load_users(&mut c, offset, count, &NoLimit), Err(Error::InvalidArgument(_))), "({offset}, {count})");
+        assert!(
+            matches!(jobs::load_users(&mut c, offset, count, &NoLimit), Err(Error::InvalidArgument(_))),
+            "({offset}, {count})"
+        );
     }
     assert_eq!(count_users(&c)?, 10);
     Ok(())
@@ -98,7 +106,11 @@ fn a_budgeted_delete_resumes_from_its_cursor_and_removes_exactly_the_orders() ->
         let d = jobs::delete_orders_of_users(&mut c, 100, from, &meter)?;
         calls += 1;
         meter.reset();
-        assert_eq!(jobs::delete_orders_of_users(&mut c, 100, from, &meter)?.deleted, 0, "a repeated call deletes nothing more");
+        assert_eq!(
+            jobs::delete_orders_of_users(&mut c, 100, from, &meter)?.deleted,
+            0,
+            "a repeated call deletes nothing more"
+        );
         total += d.deleted;
         from = d.next_order_id;
         if d.complete {

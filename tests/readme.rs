@@ -21,7 +21,8 @@ fn pragma_table() -> String {
 }
 
 fn bench_table() -> String {
-    let mut t = String::from("| seed row | benchmark (canbench name: `<this>_<profile>`) | reference step |\n|---|---|---|\n");
+    let mut t =
+        String::from("| seed row | benchmark (canbench name: `<this>_<profile>`) | reference step |\n|---|---|---|\n");
     for (i, b) in BENCHES.iter().enumerate() {
         t += &format!("| {} | `{}` | {} |\n", i + 1, b.name(), b.seed_row());
     }
@@ -40,7 +41,11 @@ fn measured() -> BTreeMap<String, Measured> {
         .iter()
         .map(|(name, r)| {
             let n = |k: &str| r["total"][k].as_u64().unwrap_or(0);
-            let m = Measured { instructions: n("instructions"), heap_increase: n("heap_increase"), stable_memory_increase: n("stable_memory_increase") };
+            let m = Measured {
+                instructions: n("instructions"),
+                heap_increase: n("heap_increase"),
+                stable_memory_increase: n("stable_memory_increase"),
+            };
             (name.as_str().unwrap().to_string(), m)
         })
         .collect()
@@ -96,5 +101,9 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
 fn the_default_profile_is_the_fastest_qualifying_one_in_the_results() {
     let standings = report::standings(&measured());
     let best = standings.iter().find(|s| report::qualifies(s)).expect("a qualifying profile in canbench_results.yml");
-    assert_eq!(best.profile.name, DEFAULT.name, "the results recommend {}, the canister defaults to {}", best.profile.name, DEFAULT.name);
+    assert_eq!(
+        best.profile.name, DEFAULT.name,
+        "the results recommend {}, the canister defaults to {}",
+        best.profile.name, DEFAULT.name
+    );
 }

@@ -17,7 +17,10 @@ use ic_rusqlite::rusqlite;
 /// ordered profile ourselves, before anything else touches the connection.
 #[cfg(target_arch = "wasm32")]
 pub fn open(profile: &Profile) -> Result<()> {
-    let mut config = ic_rusqlite::ConnectionConfig { pragma_settings: Default::default(), ..ic_rusqlite::ConnectionConfig::default() };
+    let mut config = ic_rusqlite::ConnectionConfig {
+        pragma_settings: Default::default(),
+        ..ic_rusqlite::ConnectionConfig::default()
+    };
     if profile.storage == stablebench::pragma::Storage::Heap {
         // SQLite's in-memory database: nothing mounted, nothing in stable memory.
         config.db_file_name = ":memory:".into();

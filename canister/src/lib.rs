@@ -294,7 +294,9 @@ fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
 /// `next_order_id` until `complete`. Controllers only.
 #[ic_cdk::update]
 fn delete_orders(max_user_id: u64, from_order_id: Option<u64>, budget: Option<u64>) -> Result<Deleted, Error> {
-    budgeted_job(budget, |conn, meter| jobs::delete_orders_of_users(conn, max_user_id, from_order_id.unwrap_or(0), meter))
+    budgeted_job(budget, |conn, meter| {
+        jobs::delete_orders_of_users(conn, max_user_id, from_order_id.unwrap_or(0), meter)
+    })
 }
 
 /// Runs one read-only statement (SELECT, WITH, VALUES or EXPLAIN) and returns its rows as typed
@@ -351,10 +353,7 @@ fn stats() -> Result<Stats, Error> {
             stable_memory_bytes: memory::stable_bytes(),
             heap_bytes: memory::heap_bytes(),
             profile: active_profile().name.to_string(),
-            pragmas: pragma::read_active(conn)?
-                .into_iter()
-                .map(|(name, value)| ActivePragma { name, value })
-                .collect(),
+            pragmas: pragma::read_active(conn)?.into_iter().map(|(name, value)| ActivePragma { name, value }).collect(),
         })
     })
 }

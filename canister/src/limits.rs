@@ -1,6 +1,7 @@
 //! The IC's per-message limits the endpoints stay under, so that a large request gets an answer
-//! (partial progress or a clear error) instead of a trap. Values from `shared/spec/ic-runtime.md`
-//! section 5.1 (dfinity/ic rs/config/src/subnet_config.rs) and section 3.3 (reply sizes).
+//! (partial progress or a clear error) instead of a trap. Sources: dfinity/ic
+//! `rs/config/src/subnet_config.rs` (instruction limits) and the IC interface specification
+//! (reply sizes); docs/sources.md lists them.
 
 use stablebench::Meter;
 
@@ -32,7 +33,11 @@ pub const QUERY_BUDGET: u64 = 4_000_000_000;
 pub const MAX_REPLY_BYTES: u64 = 2_000_000;
 
 // The budgets must leave room below the limits they guard.
-const _: () = assert!(UPDATE_BUDGET <= MAX_UPDATE_BUDGET && MAX_UPDATE_BUDGET < UPDATE_INSTRUCTION_LIMIT && QUERY_BUDGET < QUERY_INSTRUCTION_LIMIT);
+const _: () = assert!(
+    UPDATE_BUDGET <= MAX_UPDATE_BUDGET
+        && MAX_UPDATE_BUDGET < UPDATE_INSTRUCTION_LIMIT
+        && QUERY_BUDGET < QUERY_INSTRUCTION_LIMIT
+);
 
 /// A [`Meter`] over the IC performance counter (instructions executed in this message).
 #[derive(Clone, Copy, Debug)]

@@ -16,7 +16,8 @@ pub struct Interface {
 impl Interface {
     /// Parses a `.did` text.
     pub fn parse(did: &str) -> Result<Interface> {
-        let (env, actor) = candid_parser::utils::CandidSource::Text(did).load().context("parsing the Candid interface")?;
+        let (env, actor) =
+            candid_parser::utils::CandidSource::Text(did).load().context("parsing the Candid interface")?;
         let actor = actor.ok_or_else(|| anyhow!("the Candid interface has no service"))?;
         Ok(Interface { env, actor })
     }
@@ -30,7 +31,8 @@ impl Interface {
 
 /// Encodes Candid text `args` (e.g. `(0, 10_000)`) for `method`, typed by `iface` if given.
 pub fn encode_args(args: &str, method: &str, iface: Option<&Interface>) -> Result<Vec<u8>> {
-    let parsed = candid_parser::parse_idl_args(args).with_context(|| format!("parsing the Candid arguments {args:?}"))?;
+    let parsed =
+        candid_parser::parse_idl_args(args).with_context(|| format!("parsing the Candid arguments {args:?}"))?;
     Ok(match iface {
         Some(i) => {
             let f = i.env.get_method(&i.actor, method).map_err(|e| anyhow!("{e}"))?;
@@ -57,11 +59,12 @@ pub fn decode_reply(bytes: &[u8], method: &str, iface: Option<&Interface>) -> Re
 /// Encodes Candid text `args` for `canister_init` / `canister_post_upgrade`, typed by the
 /// service's init arguments (`service : (init) -> {...}`) if the interface declares them.
 pub fn encode_init_args(args: &str, iface: Option<&Interface>) -> Result<Vec<u8>> {
-    let parsed = candid_parser::parse_idl_args(args).with_context(|| format!("parsing the Candid arguments {args:?}"))?;
+    let parsed =
+        candid_parser::parse_idl_args(args).with_context(|| format!("parsing the Candid arguments {args:?}"))?;
     match iface.map(|i| (i, i.actor.as_ref())) {
-        Some((i, candid::types::TypeInner::Class(init, _))) => {
-            Ok(pad_optional(parsed, &i.env, init).to_bytes_with_types(&i.env, init).context("the arguments do not fit the init signature")?)
-        }
+        Some((i, candid::types::TypeInner::Class(init, _))) => Ok(pad_optional(parsed, &i.env, init)
+            .to_bytes_with_types(&i.env, init)
+            .context("the arguments do not fit the init signature")?),
         _ => Ok(parsed.to_bytes()?),
     }
 }

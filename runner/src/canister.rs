@@ -1,4 +1,4 @@
-//! One canister on wasmtime, with the IC's message semantics (`shared/spec/ic-runtime.md` 5.2):
+//! One canister on wasmtime, with the IC's message semantics (the IC interface specification, "Entry points" and "Canister upgrades"):
 //! install runs `start` then `canister_init`; an update that traps leaves no trace (heap, globals
 //! and stable memory restored); a query never leaves a trace; an upgrade runs `pre_upgrade`,
 //! discards the heap, instantiates the new module and runs `start` and `post_upgrade`, keeping
@@ -35,7 +35,8 @@ impl Limits {
     /// PocketIC's benchmarking subnet, where canbench runs: every message limit raised to
     /// 99,999,999,999,999 except install, which stays at 300 B (pocket_ic.rs
     /// `with_benchmarking_application_subnet`).
-    pub const BENCHMARK: Limits = Limits { install: 300_000_000_000, update: 99_999_999_999_999, query: 99_999_999_999_999 };
+    pub const BENCHMARK: Limits =
+        Limits { install: 300_000_000_000, update: 99_999_999_999_999, query: 99_999_999_999_999 };
 }
 
 /// The canister id canbench's PocketIC gives the first canister (`lxzze-o7777-77777-aaaaa-cai`).
@@ -108,7 +109,9 @@ impl std::fmt::Display for Reject {
             Reject::Rejected(m) => write!(f, "Canister rejected the message: {m}"),
             Reject::DidNotReply => write!(f, "Canister did not reply to the call"),
             Reject::NoSuchMethod(m) => write!(f, "Canister has no method {m:?}"),
-            Reject::TooLarge { bytes, limit } => write!(f, "The message's {bytes} bytes exceed the ingress limit of {limit} bytes"),
+            Reject::TooLarge { bytes, limit } => {
+                write!(f, "The message's {bytes} bytes exceed the ingress limit of {limit} bytes")
+            }
         }
     }
 }
@@ -321,8 +324,13 @@ impl Canister {
                     self.store = store;
                     self.instance = instance;
                     self.code = code;
-                    self.store.data_mut().msg = Message::new(Kind::PostUpgrade, arg.to_vec(), Principal::anonymous(), self.time());
-                    let (r2, used2) = self.run_install_steps(&[START_EXPORT, "canister_post_upgrade"], Kind::PostUpgrade, limit - used.min(limit));
+                    self.store.data_mut().msg =
+                        Message::new(Kind::PostUpgrade, arg.to_vec(), Principal::anonymous(), self.time());
+                    let (r2, used2) = self.run_install_steps(
+                        &[START_EXPORT, "canister_post_upgrade"],
+                        Kind::PostUpgrade,
+                        limit - used.min(limit),
+                    );
                     r = r2;
                     used += used2;
                 }
@@ -360,7 +368,8 @@ impl Canister {
         host.print_output = h.print_output;
         host.stable = host::StableMemory::from_bytes(h.stable.bytes.clone());
         let (store, instance) = instantiate(&self.code, host)?;
-        let mut c = Canister { code: self.code.clone(), store, instance, opts: self.opts.clone(), messages: self.messages };
+        let mut c =
+            Canister { code: self.code.clone(), store, instance, opts: self.opts.clone(), messages: self.messages };
         c.restore(snap);
         Ok(c)
     }
@@ -495,7 +504,10 @@ impl Canister {
     /// instructions it executed.
     fn call(&mut self, export: &str, limit: u64) -> (Result<(), Trap>, u64) {
         let counter = self.instance.get_global(&mut self.store, instrument::COUNTER_EXPORT).expect("counter export");
-        let flag = self.instance.get_global(&mut self.store, instrument::OUT_OF_INSTRUCTIONS_FLAG_EXPORT).expect("flag export");
+        let flag = self
+            .instance
+            .get_global(&mut self.store, instrument::OUT_OF_INSTRUCTIONS_FLAG_EXPORT)
+            .expect("flag export");
         counter.set(&mut self.store, Val::I64(limit.min(i64::MAX as u64) as i64)).expect("set counter");
         flag.set(&mut self.store, Val::I32(0)).expect("set flag");
         self.store.data_mut().limit = limit;
@@ -537,7 +549,8 @@ impl Canister {
             .into_iter()
             .map(|g| {
                 let name = format!("{}{g}", instrument::PERSISTENT_GLOBAL_PREFIX);
-                let v = self.instance.get_global(&mut self.store, &name).expect("persistent global").get(&mut self.store);
+                let v =
+                    self.instance.get_global(&mut self.store, &name).expect("persistent global").get(&mut self.store);
                 (g, v)
             })
             .collect();
@@ -566,7 +579,11 @@ impl Canister {
         }
         for (g, v) in snap.globals {
             let name = format!("{}{g}", instrument::PERSISTENT_GLOBAL_PREFIX);
-            self.instance.get_global(&mut self.store, &name).expect("persistent global").set(&mut self.store, v).expect("restore global");
+            self.instance
+                .get_global(&mut self.store, &name)
+                .expect("persistent global")
+                .set(&mut self.store, v)
+                .expect("restore global");
         }
     }
 
@@ -597,7 +614,10 @@ impl Canister {
 
     /// Loads a canister saved by [`Canister::save`].
     pub fn load(dir: &Path, print_output: bool) -> Result<Canister> {
-        let state: SavedState = serde_yaml::from_str(&std::fs::read_to_string(dir.join("state.yml")).with_context(|| format!("no canister saved in {}", dir.display()))?)?;
+        let state: SavedState = serde_yaml::from_str(
+            &std::fs::read_to_string(dir.join("state.yml"))
+                .with_context(|| format!("no canister saved in {}", dir.display()))?,
+        )?;
         let metering = if state.metering { Metering::On } else { Metering::Off };
         let code = Code::from_file(&dir.join("module.wasm"), metering)?;
         let controllers = state.controllers.iter().map(Principal::from_text).collect::<Result<Vec<_>, _>>()?;

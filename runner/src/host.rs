@@ -1,6 +1,6 @@
 //! The IC system API (`ic0.*`) as wasmtime host functions, with the replica's fees.
 //!
-//! Fees follow `shared/spec/ic-runtime.md` section 3 (dfinity/ic `system_api_complexity.rs`
+//! Fees follow docs/sources.md (dfinity/ic `system_api_complexity.rs`
 //! `overhead`, `linker.rs` `charge_for_cpu*`): every call first charges its fixed overhead plus
 //! 1 instruction per byte copied (50 per byte for data leaving the canister), then does its work.
 //! Stable memory follows the native-stable-memory rules of section 4
@@ -78,12 +78,17 @@ pub enum Trap {
 impl fmt::Display for Trap {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Trap::OutOfInstructions => write!(f, "Canister exceeded the limit of instructions for a single message execution"),
+            Trap::OutOfInstructions => {
+                write!(f, "Canister exceeded the limit of instructions for a single message execution")
+            }
             Trap::Canister(m) => write!(f, "Canister trapped: {m}"),
             Trap::ContractViolation(m) => write!(f, "Canister violated contract: {m}"),
             Trap::StableOutOfBounds => write!(f, "Canister trapped: stable memory out of bounds"),
             Trap::HeapOutOfBounds => write!(f, "Canister trapped: heap out of bounds"),
-            Trap::PageLimit(which) => write!(f, "Exceeded the limit for the number of {which} pages in the stable memory in a single execution"),
+            Trap::PageLimit(which) => write!(
+                f,
+                "Exceeded the limit for the number of {which} pages in the stable memory in a single execution"
+            ),
             Trap::Unsupported(api) => write!(f, "ic0.{api} is not supported by the offline runner"),
         }
     }
@@ -321,7 +326,14 @@ fn heap_range(heap_len: usize, at: u64, len: u64) -> HostResult<std::ops::Range<
 }
 
 /// Copies `src[offset..offset + size]` to the heap at `dst` (the `*_copy` idiom).
-fn copy_out(caller: &mut Caller<'_, Host>, src: Vec<u8>, dst: u64, offset: u64, size: u64, what: &str) -> HostResult<()> {
+fn copy_out(
+    caller: &mut Caller<'_, Host>,
+    src: Vec<u8>,
+    dst: u64,
+    offset: u64,
+    size: u64,
+    what: &str,
+) -> HostResult<()> {
     let end = offset.checked_add(size);
     if end.is_none_or(|e| e > src.len() as u64) {
         return trap(Trap::ContractViolation(format!("{what}: offset + size exceeds the length {}", src.len())));
@@ -376,23 +388,31 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         require(&c, "msg_arg_data_size", WITH_ARG)?;
         Ok(c.data().msg.arg.len() as i32)
     })?;
-    linker.func_wrap("ic0", "msg_arg_data_copy", |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
-        charge(&mut c, 500 + size as u32 as u64)?;
-        require(&c, "msg_arg_data_copy", WITH_ARG)?;
-        let arg = c.data().msg.arg.clone();
-        copy_out(&mut c, arg, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "msg_arg_data_copy")
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "msg_arg_data_copy",
+        |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
+            charge(&mut c, 500 + size as u32 as u64)?;
+            require(&c, "msg_arg_data_copy", WITH_ARG)?;
+            let arg = c.data().msg.arg.clone();
+            copy_out(&mut c, arg, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "msg_arg_data_copy")
+        },
+    )?;
     linker.func_wrap("ic0", "msg_caller_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
         charge(&mut c, 500)?;
         require(&c, "msg_caller_size", NOT_START)?;
         Ok(c.data().msg.caller.as_slice().len() as i32)
     })?;
-    linker.func_wrap("ic0", "msg_caller_copy", |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
-        charge(&mut c, 500 + size as u32 as u64)?;
-        require(&c, "msg_caller_copy", NOT_START)?;
-        let who = c.data().msg.caller.as_slice().to_vec();
-        copy_out(&mut c, who, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "msg_caller_copy")
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "msg_caller_copy",
+        |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
+            charge(&mut c, 500 + size as u32 as u64)?;
+            require(&c, "msg_caller_copy", NOT_START)?;
+            let who = c.data().msg.caller.as_slice().to_vec();
+            copy_out(&mut c, who, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "msg_caller_copy")
+        },
+    )?;
     linker.func_wrap("ic0", "msg_method_name_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
         charge(&mut c, 500)?;
         trap(Trap::ContractViolation("msg_method_name_size is only allowed in canister_inspect_message".into()))
@@ -403,21 +423,28 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     })?;
 
     // --- replies ---
-    linker.func_wrap("ic0", "msg_reply_data_append", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
-        let size = size as u32 as u64;
-        charge(&mut c, 500 + TRANSMISSION_FACTOR * size)?;
-        require(&c, "msg_reply_data_append", REPLYING)?;
-        let data = read_heap(&mut c, src as u32 as u64, size)?;
-        let msg = &mut c.data_mut().msg;
-        if msg.replied || msg.rejected.is_some() {
-            return trap(Trap::ContractViolation("msg_reply_data_append: the call was already answered".into()));
-        }
-        if msg.reply.len() as u64 + size > msg.max_reply {
-            return trap(Trap::ContractViolation(format!("msg_reply_data_append: the reply exceeds the maximum of {} bytes", msg.max_reply)));
-        }
-        msg.reply.extend_from_slice(&data);
-        Ok(())
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "msg_reply_data_append",
+        |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
+            let size = size as u32 as u64;
+            charge(&mut c, 500 + TRANSMISSION_FACTOR * size)?;
+            require(&c, "msg_reply_data_append", REPLYING)?;
+            let data = read_heap(&mut c, src as u32 as u64, size)?;
+            let msg = &mut c.data_mut().msg;
+            if msg.replied || msg.rejected.is_some() {
+                return trap(Trap::ContractViolation("msg_reply_data_append: the call was already answered".into()));
+            }
+            if msg.reply.len() as u64 + size > msg.max_reply {
+                return trap(Trap::ContractViolation(format!(
+                    "msg_reply_data_append: the reply exceeds the maximum of {} bytes",
+                    msg.max_reply
+                )));
+            }
+            msg.reply.extend_from_slice(&data);
+            Ok(())
+        },
+    )?;
     linker.func_wrap("ic0", "msg_reply", |mut c: Caller<'_, Host>| -> HostResult<()> {
         charge(&mut c, 500)?;
         require(&c, "msg_reply", REPLYING)?;
@@ -432,8 +459,9 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         let size = size as u32 as u64;
         charge(&mut c, 500 + TRANSMISSION_FACTOR * size)?;
         require(&c, "msg_reject", REPLYING)?;
-        let text = String::from_utf8(read_heap(&mut c, src as u32 as u64, size)?)
-            .map_err(|_| wasmtime::Error::new(Trap::ContractViolation("msg_reject: the message is not UTF-8".into())))?;
+        let text = String::from_utf8(read_heap(&mut c, src as u32 as u64, size)?).map_err(|_| {
+            wasmtime::Error::new(Trap::ContractViolation("msg_reject: the message is not UTF-8".into()))
+        })?;
         let msg = &mut c.data_mut().msg;
         if msg.replied || msg.rejected.is_some() {
             return trap(Trap::ContractViolation("msg_reject: the call was already answered".into()));
@@ -452,38 +480,54 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         charge(&mut c, 500)?;
         write_u128(&mut c, dst as u32 as u64, 0)
     })?;
-    linker.func_wrap("ic0", "msg_cycles_accept128", |mut c: Caller<'_, Host>, _hi: i64, _lo: i64, dst: i32| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        write_u128(&mut c, dst as u32 as u64, 0)
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "msg_cycles_accept128",
+        |mut c: Caller<'_, Host>, _hi: i64, _lo: i64, dst: i32| -> HostResult<()> {
+            charge(&mut c, 500)?;
+            write_u128(&mut c, dst as u32 as u64, 0)
+        },
+    )?;
     linker.func_wrap("ic0", "canister_cycle_balance128", |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
         charge(&mut c, 500)?;
         let v = c.data().cycles;
         write_u128(&mut c, dst as u32 as u64, v)
     })?;
-    linker.func_wrap("ic0", "canister_liquid_cycle_balance128", |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        let v = c.data().cycles;
-        write_u128(&mut c, dst as u32 as u64, v)
-    })?;
-    linker.func_wrap("ic0", "cycles_burn128", |mut c: Caller<'_, Host>, hi: i64, lo: i64, dst: i32| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        let amount = ((hi as u64 as u128) << 64) | lo as u64 as u128;
-        let burnt = amount.min(c.data().cycles);
-        c.data_mut().cycles -= burnt;
-        write_u128(&mut c, dst as u32 as u64, burnt)
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "canister_liquid_cycle_balance128",
+        |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
+            charge(&mut c, 500)?;
+            let v = c.data().cycles;
+            write_u128(&mut c, dst as u32 as u64, v)
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "cycles_burn128",
+        |mut c: Caller<'_, Host>, hi: i64, lo: i64, dst: i32| -> HostResult<()> {
+            charge(&mut c, 500)?;
+            let amount = ((hi as u64 as u128) << 64) | lo as u64 as u128;
+            let burnt = amount.min(c.data().cycles);
+            c.data_mut().cycles -= burnt;
+            write_u128(&mut c, dst as u32 as u64, burnt)
+        },
+    )?;
 
     // --- canister identity and status ---
     linker.func_wrap("ic0", "canister_self_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
         charge(&mut c, 500)?;
         Ok(c.data().canister_id.as_slice().len() as i32)
     })?;
-    linker.func_wrap("ic0", "canister_self_copy", |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
-        charge(&mut c, 500 + size as u32 as u64)?;
-        let id = c.data().canister_id.as_slice().to_vec();
-        copy_out(&mut c, id, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "canister_self_copy")
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "canister_self_copy",
+        |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
+            charge(&mut c, 500 + size as u32 as u64)?;
+            let id = c.data().canister_id.as_slice().to_vec();
+            copy_out(&mut c, id, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "canister_self_copy")
+        },
+    )?;
     linker.func_wrap("ic0", "canister_status", |mut c: Caller<'_, Host>| -> HostResult<i32> {
         charge(&mut c, 500)?;
         Ok(1) // running
@@ -495,8 +539,9 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap("ic0", "is_controller", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<i32> {
         charge(&mut c, 1000 + size as u32 as u64)?;
         let bytes = read_heap(&mut c, src as u32 as u64, size as u32 as u64)?;
-        let p = Principal::try_from_slice(&bytes)
-            .map_err(|e| wasmtime::Error::new(Trap::ContractViolation(format!("is_controller: invalid principal: {e}"))))?;
+        let p = Principal::try_from_slice(&bytes).map_err(|e| {
+            wasmtime::Error::new(Trap::ContractViolation(format!("is_controller: invalid principal: {e}")))
+        })?;
         Ok(c.data().controllers.contains(&p) as i32)
     })?;
     linker.func_wrap("ic0", "in_replicated_execution", |mut c: Caller<'_, Host>| -> HostResult<i32> {
@@ -526,15 +571,19 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         let counter = g.get(&mut c).unwrap_i64();
         Ok(executed(c.data().limit, counter) as i64)
     })?;
-    linker.func_wrap("ic0", "certified_data_set", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
-        charge(&mut c, 500 + size as u32 as u64)?;
-        if size > 32 {
-            return trap(Trap::ContractViolation("certified_data_set: more than 32 bytes".into()));
-        }
-        let data = read_heap(&mut c, src as u32 as u64, size as u32 as u64)?;
-        c.data_mut().certified_data = data;
-        Ok(())
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "certified_data_set",
+        |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
+            charge(&mut c, 500 + size as u32 as u64)?;
+            if size > 32 {
+                return trap(Trap::ContractViolation("certified_data_set: more than 32 bytes".into()));
+            }
+            let data = read_heap(&mut c, src as u32 as u64, size as u32 as u64)?;
+            c.data_mut().certified_data = data;
+            Ok(())
+        },
+    )?;
     linker.func_wrap("ic0", "data_certificate_present", |mut c: Caller<'_, Host>| -> HostResult<i32> {
         charge(&mut c, 500)?;
         Ok(0) // the offline runner has no subnet to certify anything
@@ -570,16 +619,26 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         charge(&mut c, 100)?;
         Ok(c.data_mut().stable.grow(pages as u64).map_or(-1, |old| old as i64))
     })?;
-    linker.func_wrap("ic0", "stable64_read", |mut c: Caller<'_, Host>, dst: i64, off: i64, len: i64| -> HostResult<()> {
-        stable_read(&mut c, dst as u64, off as u64, len as u64)
-    })?;
-    linker.func_wrap("ic0", "stable64_write", |mut c: Caller<'_, Host>, off: i64, src: i64, len: i64| -> HostResult<()> {
-        stable_write(&mut c, off as u64, src as u64, len as u64)
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "stable64_read",
+        |mut c: Caller<'_, Host>, dst: i64, off: i64, len: i64| -> HostResult<()> {
+            stable_read(&mut c, dst as u64, off as u64, len as u64)
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "stable64_write",
+        |mut c: Caller<'_, Host>, off: i64, src: i64, len: i64| -> HostResult<()> {
+            stable_write(&mut c, off as u64, src as u64, len as u64)
+        },
+    )?;
     linker.func_wrap("ic0", "stable_size", |c: Caller<'_, Host>| -> HostResult<i32> {
         let pages = c.data().stable.pages();
         if pages > 65_536 {
-            return trap(Trap::ContractViolation("stable_size: stable memory is larger than 4 GiB, use stable64_size".into()));
+            return trap(Trap::ContractViolation(
+                "stable_size: stable memory is larger than 4 GiB, use stable64_size".into(),
+            ));
         }
         Ok(pages as i32)
     })?;
@@ -591,20 +650,25 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         }
         Ok(s.grow(pages as u32 as u64).map_or(-1, |old| old as i32))
     })?;
-    linker.func_wrap("ic0", "stable_read", |mut c: Caller<'_, Host>, dst: i32, off: i32, len: i32| -> HostResult<()> {
-        stable_read(&mut c, dst as u32 as u64, off as u32 as u64, len as u32 as u64)
-    })?;
-    linker.func_wrap("ic0", "stable_write", |mut c: Caller<'_, Host>, off: i32, src: i32, len: i32| -> HostResult<()> {
-        stable_write(&mut c, off as u32 as u64, src as u32 as u64, len as u32 as u64)
-    })?;
+    linker.func_wrap(
+        "ic0",
+        "stable_read",
+        |mut c: Caller<'_, Host>, dst: i32, off: i32, len: i32| -> HostResult<()> {
+            stable_read(&mut c, dst as u32 as u64, off as u32 as u64, len as u32 as u64)
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "stable_write",
+        |mut c: Caller<'_, Host>, off: i32, src: i32, len: i32| -> HostResult<()> {
+            stable_write(&mut c, off as u32 as u64, src as u32 as u64, len as u32 as u64)
+        },
+    )?;
 
     // --- inter-canister calls: there is no other canister offline ---
-    for (name, params) in [
-        ("call_new", 8),
-        ("call_on_cleanup", 2),
-        ("call_data_append", 2),
-        ("call_with_best_effort_response", 1),
-    ] {
+    for (name, params) in
+        [("call_new", 8), ("call_on_cleanup", 2), ("call_data_append", 2), ("call_with_best_effort_response", 1)]
+    {
         let name: &'static str = name;
         let ty = wasmtime::FuncType::new(linker.engine(), vec![wasmtime::ValType::I32; params], vec![]);
         linker.func_new("ic0", name, ty, move |_c, _args, _res| trap(Trap::Unsupported(name.into())))?;

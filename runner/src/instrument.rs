@@ -2,8 +2,8 @@
 //! result on wasmtime counts exactly the instructions the IC counts.
 //!
 //! Mirrors dfinity/ic `rs/embedders/src/wasm_utils/instrumentation.rs` (`instruction_to_cost`,
-//! `injections`, `inject_metering`, `export_additional_symbols`), as summarised in
-//! `shared/spec/ic-runtime.md` sections 1 and 2:
+//! `injections`, `inject_metering`, `export_additional_symbols`; docs/sources.md lists the
+//! revisions):
 //! - an i64 counter global, exported as `canister counter_instructions`, that the host sets to
 //!   the message's limit and wasm code decrements;
 //! - per basic block, the block's whole cost charged at its **start** (function entry +1, `loop`
@@ -20,8 +20,8 @@
 use anyhow::{bail, Context, Result};
 use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
 use wasm_encoder::{
-    BlockType, CodeSection, ConstExpr, ExportKind, ExportSection, Function, FunctionSection,
-    GlobalSection, GlobalType, Instruction, Module, RawSection, TypeSection, ValType,
+    BlockType, CodeSection, ConstExpr, ExportKind, ExportSection, Function, FunctionSection, GlobalSection, GlobalType,
+    Instruction, Module, RawSection, TypeSection, ValType,
 };
 use wasmparser::{ExternalKind, Operator, Parser, Payload, TypeRef};
 
@@ -80,8 +80,8 @@ pub fn instruction_cost(op: &Operator<'_>, mem: MemType) -> u64 {
 
         I32DivS | I32DivU | I32RemS | I32RemU | I64DivS | I64DivU | I64RemS | I64RemU => 10,
 
-        F32Add | F32Sub | F32Mul | F32Ceil | F32Floor | F32Trunc | F32Nearest | F64Add | F64Sub
-        | F64Mul | F64Ceil | F64Floor | F64Trunc | F64Nearest => 2,
+        F32Add | F32Sub | F32Mul | F32Ceil | F32Floor | F32Trunc | F32Nearest | F64Add | F64Sub | F64Mul | F64Ceil
+        | F64Floor | F64Trunc | F64Nearest => 2,
         F32Div => 3,
         F64Div => 5,
         F32Min | F32Max | F64Min | F64Max => 18,
@@ -89,28 +89,59 @@ pub fn instruction_cost(op: &Operator<'_>, mem: MemType) -> u64 {
         F64Copysign => 3,
         F32Sqrt => 5,
         F64Sqrt => 8,
-        F32Eq | F32Ne | F32Lt | F32Gt | F32Le | F32Ge | F64Eq | F64Ne | F64Lt | F64Gt | F64Le
-        | F64Ge => 3,
+        F32Eq | F32Ne | F32Lt | F32Gt | F32Le | F32Ge | F64Eq | F64Ne | F64Lt | F64Gt | F64Le | F64Ge => 3,
         F32ConvertI32S | F32ConvertI64S | F64ConvertI32S | F64ConvertI64S => 3,
         F32ConvertI32U | F32ConvertI64U | F64ConvertI32U | F64ConvertI64U => 16,
-        I32TruncF32S | I32TruncF32U | I32TruncF64S | I32TruncF64U | I64TruncF32S | I64TruncF32U
-        | I64TruncF64S | I64TruncF64U => 20,
-        I32TruncSatF32S | I32TruncSatF32U | I32TruncSatF64S | I32TruncSatF64U | I64TruncSatF32S
-        | I64TruncSatF32U | I64TruncSatF64S | I64TruncSatF64U => 20,
+        I32TruncF32S | I32TruncF32U | I32TruncF64S | I32TruncF64U | I64TruncF32S | I64TruncF32U | I64TruncF64S
+        | I64TruncF64U => 20,
+        I32TruncSatF32S | I32TruncSatF32U | I32TruncSatF64S | I32TruncSatF64U | I64TruncSatF32S | I64TruncSatF32U
+        | I64TruncSatF64S | I64TruncSatF64U => 20,
 
-        I32Load { .. } | I64Load { .. } | F32Load { .. } | F64Load { .. } | I32Load8S { .. }
-        | I32Load8U { .. } | I32Load16S { .. } | I32Load16U { .. } | I64Load8S { .. }
-        | I64Load8U { .. } | I64Load16S { .. } | I64Load16U { .. } | I64Load32S { .. }
-        | I64Load32U { .. } | I32Store { .. } | I64Store { .. } | F32Store { .. }
-        | F64Store { .. } | I32Store8 { .. } | I32Store16 { .. } | I64Store8 { .. }
-        | I64Store16 { .. } | I64Store32 { .. } => mem_access,
-        V128Load { .. } | V128Load8x8S { .. } | V128Load8x8U { .. } | V128Load16x4S { .. }
-        | V128Load16x4U { .. } | V128Load32x2S { .. } | V128Load32x2U { .. }
-        | V128Load8Splat { .. } | V128Load16Splat { .. } | V128Load32Splat { .. }
-        | V128Load64Splat { .. } | V128Load32Zero { .. } | V128Load64Zero { .. }
-        | V128Store { .. } | V128Load8Lane { .. } | V128Load16Lane { .. }
-        | V128Load32Lane { .. } | V128Load64Lane { .. } | V128Store8Lane { .. }
-        | V128Store16Lane { .. } | V128Store32Lane { .. } | V128Store64Lane { .. } => mem_access,
+        I32Load { .. }
+        | I64Load { .. }
+        | F32Load { .. }
+        | F64Load { .. }
+        | I32Load8S { .. }
+        | I32Load8U { .. }
+        | I32Load16S { .. }
+        | I32Load16U { .. }
+        | I64Load8S { .. }
+        | I64Load8U { .. }
+        | I64Load16S { .. }
+        | I64Load16U { .. }
+        | I64Load32S { .. }
+        | I64Load32U { .. }
+        | I32Store { .. }
+        | I64Store { .. }
+        | F32Store { .. }
+        | F64Store { .. }
+        | I32Store8 { .. }
+        | I32Store16 { .. }
+        | I64Store8 { .. }
+        | I64Store16 { .. }
+        | I64Store32 { .. } => mem_access,
+        V128Load { .. }
+        | V128Load8x8S { .. }
+        | V128Load8x8U { .. }
+        | V128Load16x4S { .. }
+        | V128Load16x4U { .. }
+        | V128Load32x2S { .. }
+        | V128Load32x2U { .. }
+        | V128Load8Splat { .. }
+        | V128Load16Splat { .. }
+        | V128Load32Splat { .. }
+        | V128Load64Splat { .. }
+        | V128Load32Zero { .. }
+        | V128Load64Zero { .. }
+        | V128Store { .. }
+        | V128Load8Lane { .. }
+        | V128Load16Lane { .. }
+        | V128Load32Lane { .. }
+        | V128Load64Lane { .. }
+        | V128Store8Lane { .. }
+        | V128Store16Lane { .. }
+        | V128Store32Lane { .. }
+        | V128Store64Lane { .. } => mem_access,
 
         GlobalGet { .. } | GlobalSet { .. } => 2,
         TableGet { .. } | TableSet { .. } => 5,
@@ -118,8 +149,12 @@ pub fn instruction_cost(op: &Operator<'_>, mem: MemType) -> u64 {
         TableGrow { .. } => 300,
         MemorySize { .. } => 20,
         MemoryGrow { .. } => 300,
-        MemoryFill { .. } | MemoryCopy { .. } | MemoryInit { .. } | TableFill { .. }
-        | TableCopy { .. } | TableInit { .. } => 100,
+        MemoryFill { .. }
+        | MemoryCopy { .. }
+        | MemoryInit { .. }
+        | TableFill { .. }
+        | TableCopy { .. }
+        | TableInit { .. } => 100,
         DataDrop { .. } | ElemDrop { .. } => 300,
         Call { .. } => 5,
         CallIndirect { .. } => 10,
@@ -130,19 +165,18 @@ pub fn instruction_cost(op: &Operator<'_>, mem: MemType) -> u64 {
         RefFunc { .. } => 130,
 
         I8x16Shuffle { .. } | I8x16Popcnt | I8x16Shl | I8x16ShrS => 3,
-        I8x16ShrU | I16x8Shl | I16x8ShrS | I16x8ShrU | I32x4Shl | I32x4ShrS | I32x4ShrU
-        | I64x2Shl | I64x2ShrU => 2,
+        I8x16ShrU | I16x8Shl | I16x8ShrS | I16x8ShrU | I32x4Shl | I32x4ShrS | I32x4ShrU | I64x2Shl | I64x2ShrU => 2,
         I64x2ShrS => 3,
         I8x16LtU | I8x16GtU | I16x8LtU | I16x8GtU | I32x4LtU | I32x4GtU => 2,
         I16x8ExtAddPairwiseI8x16U => 2,
         I32x4ExtAddPairwiseI16x8U => 3,
         I16x8ExtMulHighI8x16S | I16x8ExtMulHighI8x16U => 2,
-        I32x4Mul | I32x4ExtMulLowI16x8S | I32x4ExtMulHighI16x8S | I32x4ExtMulLowI16x8U
-        | I32x4ExtMulHighI16x8U => 2,
+        I32x4Mul | I32x4ExtMulLowI16x8S | I32x4ExtMulHighI16x8S | I32x4ExtMulLowI16x8U | I32x4ExtMulHighI16x8U => 2,
         I64x2Mul => 4,
-        F32x4Ceil | F32x4Floor | F32x4Trunc | F32x4Nearest | F32x4Abs | F32x4Neg | F32x4Add
-        | F32x4Sub | F32x4Mul | F64x2Ceil | F64x2Floor | F64x2Trunc | F64x2Nearest | F64x2Abs
-        | F64x2Neg | F64x2Add | F64x2Sub | F64x2Mul => 2,
+        F32x4Ceil | F32x4Floor | F32x4Trunc | F32x4Nearest | F32x4Abs | F32x4Neg | F32x4Add | F32x4Sub | F32x4Mul
+        | F64x2Ceil | F64x2Floor | F64x2Trunc | F64x2Nearest | F64x2Abs | F64x2Neg | F64x2Add | F64x2Sub | F64x2Mul => {
+            2
+        }
         F32x4Sqrt => 5,
         F64x2Sqrt => 14,
         F32x4Div => 10,
@@ -188,10 +222,22 @@ fn injections(ops: &[Operator<'_>], mem: MemType) -> Vec<(usize, Injection)> {
         cur.2 += instruction_cost(op, mem);
         let next = match op {
             Loop { .. } => Some(Scope::Reentrant),
-            If { .. } | Else | Br { .. } | BrIf { .. } | BrTable { .. } | End | Return
-            | Unreachable | ReturnCall { .. } | ReturnCallIndirect { .. } => Some(Scope::Plain),
-            MemoryFill { .. } | MemoryCopy { .. } | MemoryInit { .. } | TableFill { .. }
-            | TableCopy { .. } | TableInit { .. } => {
+            If { .. }
+            | Else
+            | Br { .. }
+            | BrIf { .. }
+            | BrTable { .. }
+            | End
+            | Return
+            | Unreachable
+            | ReturnCall { .. }
+            | ReturnCallIndirect { .. } => Some(Scope::Plain),
+            MemoryFill { .. }
+            | MemoryCopy { .. }
+            | MemoryInit { .. }
+            | TableFill { .. }
+            | TableCopy { .. }
+            | TableInit { .. } => {
                 out.push((i, Injection::Dynamic));
                 None
             }
@@ -236,8 +282,7 @@ fn emit_static(f: &mut Function, ix: Injected, scope: Scope, cost: u64) {
 
 /// Charges the size operand on top of the stack, leaving it in place.
 fn emit_dynamic(f: &mut Function, ix: Injected, op: &Operator<'_>, mem: MemType) {
-    let size_is_i64 = matches!(op, Operator::MemoryFill { .. } | Operator::MemoryCopy { .. })
-        && mem == MemType::Wasm64;
+    let size_is_i64 = matches!(op, Operator::MemoryFill { .. } | Operator::MemoryCopy { .. }) && mem == MemType::Wasm64;
     if size_is_i64 {
         f.instruction(&Instruction::Call(ix.bulk_func));
     } else {
@@ -298,7 +343,6 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
     let mut code: Option<CodeSection> = None;
     let mut has_code = false;
 
-
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload.context("parsing the wasm")?;
         // Insert our global and export sections where the module has none.
@@ -311,7 +355,13 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
             }
             if r > EXPORT_RANK && !export_done {
                 let mut e = ExportSection::new();
-                push_exports(&mut e, imported_globals + defined_globals, start, &persistent_globals, mem_type.is_some());
+                push_exports(
+                    &mut e,
+                    imported_globals + defined_globals,
+                    start,
+                    &persistent_globals,
+                    mem_type.is_some(),
+                );
                 module.section(&e);
                 export_done = true;
             }
@@ -388,12 +438,22 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                 let mut exports = ExportSection::new();
                 for e in reader {
                     let e = e?;
-                    if e.name == COUNTER_EXPORT || e.name == MEMORY_EXPORT || e.name == OUT_OF_INSTRUCTIONS_FLAG_EXPORT || e.name.starts_with(PERSISTENT_GLOBAL_PREFIX) {
+                    if e.name == COUNTER_EXPORT
+                        || e.name == MEMORY_EXPORT
+                        || e.name == OUT_OF_INSTRUCTIONS_FLAG_EXPORT
+                        || e.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
+                    {
                         bail!("the module already exports {:?}, a name the runner reserves", e.name);
                     }
                     re.parse_export(&mut exports, e)?;
                 }
-                push_exports(&mut exports, imported_globals + defined_globals, start, &persistent_globals, mem_type.is_some());
+                push_exports(
+                    &mut exports,
+                    imported_globals + defined_globals,
+                    start,
+                    &persistent_globals,
+                    mem_type.is_some(),
+                );
                 module.section(&exports);
                 export_done = true;
             }

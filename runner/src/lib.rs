@@ -7,9 +7,9 @@
 //! always discarded, upgrades that keep stable memory ([`canister`]).
 #![warn(missing_docs)]
 
+pub mod canbench;
 pub mod candid_text;
 pub mod canister;
 pub mod host;
 pub mod instrument;
 pub mod suite;
-pub mod canbench;

@@ -19,7 +19,11 @@ use stablebench_runner::instrument::Metering;
 use stablebench_runner::suite;
 
 #[derive(Parser)]
-#[command(name = "stablebench-runner", version, about = "Runs IC canister wasm offline with the replica's instruction accounting")]
+#[command(
+    name = "stablebench-runner",
+    version,
+    about = "Runs IC canister wasm offline with the replica's instruction accounting"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -116,7 +120,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             let opts = Options { controllers, limits, print_output: common.show_canister_output, ..Options::default() };
             let (mut c, out) = Canister::install(code, &arg, opts)?;
             c.save(&common.state)?;
-            println!("installed {} ({} instructions); state in {}", wasm.display(), out.instructions, common.state.display());
+            println!(
+                "installed {} ({} instructions); state in {}",
+                wasm.display(),
+                out.instructions,
+                common.state.display()
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { method, args, query, caller, candid, common } => {

@@ -1,4 +1,4 @@
-//! `stablebench-runner bench`: canbench 0.7's run sequence (`shared/spec/ic-runtime.md` 6.1),
+//! `stablebench-runner bench`: canbench 0.7's run sequence (canbench-0.7.0 `src/lib.rs`, see docs/sources.md),
 //! offline. Reads `canbench.yml`, runs its `build_cmd`, installs the wasm on a simulated
 //! benchmarking subnet, runs every `__canbench__<name>` query (optionally filtered by a name
 //! pattern) as an anonymous query with argument `()`, and prints canbench's blocks, summary and
@@ -18,8 +18,8 @@ use candid::Principal;
 
 use crate::canbench::{self, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
-use crate::instrument::Metering;
 use crate::host::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
+use crate::instrument::Metering;
 
 /// Arguments of `stablebench-runner bench` (canbench 0.7's flags, plus `--no-metering`).
 #[derive(clap::Args, Debug, Default)]
@@ -123,7 +123,8 @@ pub fn run_benchmarks(
     jobs: usize,
     mut each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
-    let names: Vec<String> = benchmark_names(&code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect();
+    let names: Vec<String> =
+        benchmark_names(&code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect();
     let opts = Options { limits: Limits::BENCHMARK, print_output, ..Options::default() };
     let (mut canister, _) = Canister::install(code, init_args, opts)?;
     if let Some(bytes) = stable_memory {
@@ -179,8 +180,10 @@ fn run_one(c: &mut Canister, name: &str) -> Result<Run, BenchError> {
     let out = c.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
     let wall = started.elapsed();
     let reply = out.result.map_err(|e| BenchError { name: name.to_string(), reject: e })?;
-    let result: BenchResult = candid::decode_one(&reply)
-        .map_err(|e| BenchError { name: name.to_string(), reject: Reject::Rejected(format!("decoding the result: {e}")) })?;
+    let result: BenchResult = candid::decode_one(&reply).map_err(|e| BenchError {
+        name: name.to_string(),
+        reject: Reject::Rejected(format!("decoding the result: {e}")),
+    })?;
     let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
     Ok(Run { name: name.to_string(), result, reply_bytes, wall })
 }
@@ -238,7 +241,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Some(a) => hex_decode(&a.hex).with_context(|| format!("{cfg_name}: init_args.hex"))?,
         None => Vec::new(),
     };
-    let stable = cfg.stable_memory.as_ref().map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display()))).transpose()?;
+    let stable = cfg
+        .stable_memory
+        .as_ref()
+        .map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display())))
+        .transpose()?;
     if args.no_metering && args.persist {
         bail!("--no-metering counts nothing: it cannot be combined with --persist");
     }
@@ -249,11 +256,27 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let load = started.elapsed();
     let show_results = !args.hide_results;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runs = run_benchmarks(code, &init_args, stable.as_deref(), args.pattern.as_deref(), args.show_canister_output, jobs, |run| {
-        if show_results {
-            print!("{}", canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold));
-        }
-    });
+    let runs = run_benchmarks(
+        code,
+        &init_args,
+        stable.as_deref(),
+        args.pattern.as_deref(),
+        args.show_canister_output,
+        jobs,
+        |run| {
+            if show_results {
+                print!(
+                    "{}",
+                    canbench::format_benchmark_section(
+                        &run.name,
+                        &run.result,
+                        old.get(&run.name),
+                        args.noise_threshold
+                    )
+                );
+            }
+        },
+    );
     let runs = match runs {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<BenchError>().is_some() => {
@@ -263,7 +286,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), r.result.clone())).collect();
-    print!("{}", canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold));
+    print!(
+        "{}",
+        canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold)
+    );
     if args.csv {
         canbench::write_csv(&csv_path, &new, &old, args.noise_threshold)?;
         print!("{}", canbench::format_csv_saved(&csv_path));
@@ -277,7 +303,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.check {
         let stale = stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold);
         if !stale.is_empty() {
-            eprintln!("{} is stale (regenerate with scripts/bench.sh --persist and commit it with the change):", results_path.display());
+            eprintln!(
+                "{} is stale (regenerate with scripts/bench.sh --persist and commit it with the change):",
+                results_path.display()
+            );
             for line in stale {
                 eprintln!("  {line}");
             }
@@ -289,7 +318,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
 }
 
 /// Differences between a run and the committed results that mean the file is stale.
-pub fn stale_results(new: &BTreeMap<String, BenchResult>, old: &BTreeMap<String, BenchResult>, pattern: Option<&str>, noise: f64) -> Vec<String> {
+pub fn stale_results(
+    new: &BTreeMap<String, BenchResult>,
+    old: &BTreeMap<String, BenchResult>,
+    pattern: Option<&str>,
+    noise: f64,
+) -> Vec<String> {
     let mut out = Vec::new();
     for (name, r) in new {
         match old.get(name) {
@@ -297,7 +331,10 @@ pub fn stale_results(new: &BTreeMap<String, BenchResult>, old: &BTreeMap<String,
             Some(o) => {
                 let pct = canbench::percent_change(r.total.instructions, o.total.instructions);
                 if pct.abs() > noise {
-                    out.push(format!("{name}: {} -> {} instructions ({pct:+.2}%)", o.total.instructions, r.total.instructions));
+                    out.push(format!(
+                        "{name}: {} -> {} instructions ({pct:+.2}%)",
+                        o.total.instructions, r.total.instructions
+                    ));
                 }
             }
         }
@@ -324,12 +361,27 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
     // The first column is as wide as the longest name, so the table stays aligned.
     let w = runs.iter().map(|r| r.name.len()).chain([9]).max().unwrap_or(9);
     let mut t = String::from("Production limits (measured step only; instructions, not cycles):\n");
-    t += &format!("| {:<w$} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n", "benchmark", "instructions", "5 B query", "40 B update", "reply bytes", "2/3 MiB", "wall");
-    t += &format!("|{:-<w2$}|{:->14}|{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n", "", "", "", "", "", "", "", w2 = w + 2);
+    t += &format!(
+        "| {:<w$} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n",
+        "benchmark", "instructions", "5 B query", "40 B update", "reply bytes", "2/3 MiB", "wall"
+    );
+    t += &format!(
+        "|{:-<w2$}|{:->14}|{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        "",
+        w2 = w + 2
+    );
     for r in runs {
         let i = r.result.total.instructions;
         let (bytes, reply_fit) = match r.reply_bytes {
-            Some(b) => (b.to_string(), format!("{}/{}", fits(b <= MAX_UPDATE_REPLY_BYTES), fits(b <= MAX_QUERY_REPLY_BYTES))),
+            Some(b) => {
+                (b.to_string(), format!("{}/{}", fits(b <= MAX_UPDATE_REPLY_BYTES), fits(b <= MAX_QUERY_REPLY_BYTES)))
+            }
             None => ("-".into(), "-".into()),
         };
         t += &format!(

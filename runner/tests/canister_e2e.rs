@@ -19,7 +19,13 @@ fn create_indexes(c: &mut Canister) -> IndexProgress {
     update::<Result<IndexProgress, Error>>(c, "create_indexes", &unit()).expect("create_indexes")
 }
 
-fn call<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal, query: bool) -> R {
+fn call<R: CandidType + DeserializeOwned>(
+    c: &mut Canister,
+    method: &str,
+    arg: &[u8],
+    caller: Principal,
+    query: bool,
+) -> R {
     let out = if query { c.query(method, arg, caller) } else { c.update(method, arg, caller) };
     decode(out, method)
 }
@@ -47,7 +53,6 @@ fn load(c: &mut Canister, users: u64, orders: u64) {
     assert_eq!(b.unwrap(), Batch { inserted: orders, next_offset: orders, complete: true });
 }
 
-
 #[test]
 fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
     let mut c = install(Limits::PRODUCTION);
@@ -62,9 +67,16 @@ fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
     assert_eq!((deleted.deleted, deleted.complete), (stablebench::oracle::orders_of_users(2_000, 20_000, 2), true));
     let s = stats(&mut c);
     assert_eq!((s.users, s.orders, s.indexes.len()), (2_000, 20_000 - 20, 2));
-    assert_eq!((s.page_size, s.profile.as_str()), (4096, "journal_memory_temp_file"), "the recommended profile is the default");
+    assert_eq!(
+        (s.page_size, s.profile.as_str()),
+        (4096, "journal_memory_temp_file"),
+        "the recommended profile is the default"
+    );
     let active = |name: &str| s.pragmas.iter().find(|p| p.name == name).unwrap().value.clone();
-    assert_eq!((active("journal_mode"), active("locking_mode"), active("cache_size")), ("memory".into(), "exclusive".into(), "1000000".into()));
+    assert_eq!(
+        (active("journal_mode"), active("locking_mode"), active("cache_size")),
+        ("memory".into(), "exclusive".into(), "1000000".into())
+    );
     // temp_store FILE is 1; ic-rusqlite's SQLite enforces foreign keys unless told otherwise.
     assert_eq!((active("temp_store"), active("foreign_keys")), ("1".into(), "1".into()));
     assert!(integrity_ok(&mut c));
@@ -81,8 +93,14 @@ fn non_controllers_get_not_controller_and_change_nothing() {
     let batch = candid::encode_args((100u64, 10u64)).unwrap();
     assert_eq!(call::<Result<(), Error>>(&mut c, "create_schema", &unit, anon, false), Err(not_controller.clone()));
     assert_eq!(call::<Result<Batch, Error>>(&mut c, "add_users", &batch, anon, false), Err(not_controller.clone()));
-    assert_eq!(call::<Result<Deleted, Error>>(&mut c, "delete_orders", &candid::encode_one(50u64).unwrap(), anon, false), Err(not_controller.clone()));
-    assert_eq!(call::<Result<IndexProgress, Error>>(&mut c, "create_indexes", &unit, anon, false), Err(not_controller.clone()));
+    assert_eq!(
+        call::<Result<Deleted, Error>>(&mut c, "delete_orders", &candid::encode_one(50u64).unwrap(), anon, false),
+        Err(not_controller.clone())
+    );
+    assert_eq!(
+        call::<Result<IndexProgress, Error>>(&mut c, "create_indexes", &unit, anon, false),
+        Err(not_controller.clone())
+    );
     let q = candid::encode_one("SELECT 1").unwrap();
     assert_eq!(call::<Result<Rows, Error>>(&mut c, "query_sql", &q, anon, true), Err(not_controller));
     assert_eq!(stats(&mut c), before);
@@ -99,8 +117,12 @@ fn bad_input_gets_a_specific_error_and_changes_nothing() {
     let retried: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((0u64, 100u64)).unwrap());
     assert_eq!(retried, Ok(Batch { inserted: 0, next_offset: 100, complete: true }), "a repeated batch adds nothing");
     let gap: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((101u64, 5u64)).unwrap());
-    assert!(matches!(gap, Err(Error::InvalidArgument { ref message }) if message.contains("continue from offset 100")), "{gap:?}");
-    let budget: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((100u64, 5u64, Some(1u64))).unwrap());
+    assert!(
+        matches!(gap, Err(Error::InvalidArgument { ref message }) if message.contains("continue from offset 100")),
+        "{gap:?}"
+    );
+    let budget: Result<Batch, Error> =
+        update(&mut c, "add_users", &candid::encode_args((100u64, 5u64, Some(1u64))).unwrap());
     assert!(matches!(budget, Err(Error::InvalidArgument { ref message }) if message.contains("budget")), "{budget:?}");
     let zero: Result<Batch, Error> = update(&mut c, "add_orders", &candid::encode_args((1_000u64, 0u64)).unwrap());
     assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");
@@ -140,7 +162,8 @@ fn a_query_that_would_pass_its_instruction_limit_stops_with_an_error() {
     let mut c = install(Limits::PRODUCTION);
     load(&mut c, 10, 10);
     // No row comes out before the aggregate has run: only SQLite's progress handler can stop it.
-    let text = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000000) SELECT sum(i) FROM n";
+    let text =
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1000000000) SELECT sum(i) FROM n";
     match sql(&mut c, text) {
         Err(Error::InstructionLimit { budget, .. }) => assert_eq!(budget, 4_000_000_000),
         other => panic!("expected InstructionLimit, got {other:?}"),
@@ -159,7 +182,10 @@ fn an_upgrade_keeps_every_row_and_the_settings() {
         assert!(out.result.is_ok(), "{:?}", out.result);
     }
     let after = stats(&mut c);
-    assert_eq!((after.users, after.orders, &after.indexes, &after.pragmas), (before.users, before.orders, &before.indexes, &before.pragmas));
+    assert_eq!(
+        (after.users, after.orders, &after.indexes, &after.pragmas),
+        (before.users, before.orders, &before.indexes, &before.pragmas)
+    );
     assert_eq!(sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap(), like);
     assert_eq!(count(&mut c, "SELECT count(*) FROM orders WHERE user_id <= 30"), 300);
     assert!(integrity_ok(&mut c));

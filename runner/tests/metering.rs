@@ -1,5 +1,5 @@
 //! Pins the runner's instruction accounting with hand-written modules whose costs are derived by
-//! hand from the replica's rules (`shared/spec/ic-runtime.md` sections 1-4). Each expected number
+//! hand from the replica's rules (docs/sources.md). Each expected number
 //! is written as the sum it comes from.
 
 use candid::Principal;

@@ -41,11 +41,17 @@ fn quick_check_ok(c: &mut Canister) -> bool {
     sql(c, "SELECT * FROM pragma_quick_check").expect("quick_check").rows == vec![vec![Value::Text("ok".into())]]
 }
 
-
 /// Calls `add_users`/`add_orders` from `offset` until `complete`, upgrading the canister after
 /// every `upgrade_every`-th call and repeating every `retry_every`-th call (as after a lost
 /// reply); returns (calls including retries, upgrades, retries).
-fn load_all(c: &mut Canister, method: &str, total: u64, budget: u64, upgrade_every: u32, retry_every: u32) -> (u32, u32, u32) {
+fn load_all(
+    c: &mut Canister,
+    method: &str,
+    total: u64,
+    budget: u64,
+    upgrade_every: u32,
+    retry_every: u32,
+) -> (u32, u32, u32) {
     let (mut offset, mut calls, mut upgrades, mut retries) = (0u64, 0u32, 0u32, 0u32);
     loop {
         let arg = candid::encode_args((offset, total - offset, Some(budget))).unwrap();
@@ -55,8 +61,12 @@ fn load_all(c: &mut Canister, method: &str, total: u64, budget: u64, upgrade_eve
             // The same arguments again: rows the first call committed are skipped.
             let again: Batch = update::<Result<Batch, Error>>(c, method, arg).expect(method);
             calls += 1;
-            assert_eq!(again.inserted, if b.complete { 0 } else { again.inserted }, "a retry never re-inserts");
-            assert!(again.next_offset >= b.next_offset);
+            // A retry continues where the first call stopped: it inserts only rows past
+            // `b.next_offset`, and the table then holds exactly `again.next_offset` rows.
+            assert_eq!(again.next_offset, b.next_offset + again.inserted, "a retry re-inserted rows");
+            let s = stats(c);
+            let rows = if method == "add_users" { s.users } else { s.orders };
+            assert_eq!(rows, again.next_offset, "{method}: a retry must leave exactly next_offset rows");
             offset = again.next_offset;
             retries += 1;
             if again.complete {
@@ -89,7 +99,12 @@ fn a_million_orders_load_through_budgeted_calls_despite_upgrades_and_retries() {
     assert_eq!((s.users, s.orders), (100_000, 1_000_000));
     let mut index_calls = 0;
     loop {
-        let p: IndexProgress = update::<Result<IndexProgress, Error>>(&mut c, "create_indexes", candid::encode_one(Some(8_000_000_000u64)).unwrap()).unwrap();
+        let p: IndexProgress = update::<Result<IndexProgress, Error>>(
+            &mut c,
+            "create_indexes",
+            candid::encode_one(Some(8_000_000_000u64)).unwrap(),
+        )
+        .unwrap();
         index_calls += 1;
         if p.complete {
             break;
@@ -108,7 +123,9 @@ fn a_million_orders_load_through_budgeted_calls_despite_upgrades_and_retries() {
 fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
     let deployable: Vec<_> = PROFILES.into_iter().filter(|p| p.deployable().is_ok()).collect();
     assert!(deployable.len() >= 10, "{} deployable profiles", deployable.len());
-    for profile in deployable.iter().filter(|p| ["reference", "ic_rusqlite", "journal_memory_temp_file", "foreign_keys_off", "page_16k"].contains(&p.name)) {
+    for profile in deployable.iter().filter(|p| {
+        ["reference", "ic_rusqlite", "journal_memory_temp_file", "foreign_keys_off", "page_16k"].contains(&p.name)
+    }) {
         let mut c = install(Some(profile.name));
         update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
         update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 5_000u64)).unwrap()).unwrap();
@@ -140,7 +157,8 @@ fn unknown_or_unsafe_profiles_fail_the_install_and_leave_an_upgraded_canister_as
     let err = Canister::install(code(), &init_arg(Some("fastest")), Options::default()).err().expect("install fails");
     assert!(format!("{err:#}").contains("unknown pragma profile \"fastest\""), "{err:#}");
     for unsafe_profile in ["memory", "journal_off"] {
-        let err = Canister::install(code(), &init_arg(Some(unsafe_profile)), Options::default()).err().expect("refused");
+        let err =
+            Canister::install(code(), &init_arg(Some(unsafe_profile)), Options::default()).err().expect("refused");
         assert!(format!("{err:#}").contains("benchmarks only"), "{err:#}");
     }
     let mut c = install(Some("ic_rusqlite"));
@@ -214,23 +232,68 @@ fn generated_hostile_calls_never_lose_or_corrupt_data() {
         // Half the time the value a well-behaved caller would send, else an edge value.
         let n = |rng: &mut Rng, next: u64| {
             let small = rng.below(600);
-            if rng.below(2) == 0 { next } else { rng.pick(&[0, 1, next + 1, small, u64::MAX, i64::MAX as u64]) }
+            if rng.below(2) == 0 {
+                next
+            } else {
+                rng.pick(&[0, 1, next + 1, small, u64::MAX, i64::MAX as u64])
+            }
         };
-        let budget = if rng.below(2) == 0 { None } else { rng.pick(&[Some(0u64), Some(10_000_000), Some(50_000_000), Some(u64::MAX)]) };
+        let budget = if rng.below(2) == 0 {
+            None
+        } else {
+            rng.pick(&[Some(0u64), Some(10_000_000), Some(50_000_000), Some(u64::MAX)])
+        };
         let method = rng.pick(&[
-            "create_schema", "add_users", "add_orders", "create_indexes", "delete_orders", "query_sql",
-            "query_sql_page", "list_users", "list_orders", "garbage", "oversized",
+            "create_schema",
+            "add_users",
+            "add_orders",
+            "create_indexes",
+            "delete_orders",
+            "query_sql",
+            "query_sql_page",
+            "list_users",
+            "list_orders",
+            "garbage",
+            "oversized",
         ]);
         let (method, arg, is_query): (&str, Vec<u8>, bool) = match method {
             "create_schema" => (method, unit(), false),
-            "add_users" => (method, candid::encode_args((n(&mut rng, users), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(), false),
-            "add_orders" => (method, candid::encode_args((n(&mut rng, orders_next), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(), false),
+            "add_users" => (
+                method,
+                candid::encode_args((n(&mut rng, users), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget)).unwrap(),
+                false,
+            ),
+            "add_orders" => (
+                method,
+                candid::encode_args((n(&mut rng, orders_next), rng.pick(&[0, 50, 300, 300, u64::MAX]), budget))
+                    .unwrap(),
+                false,
+            ),
             "create_indexes" => (method, candid::encode_args((budget,)).unwrap(), false),
-            "delete_orders" => (method, candid::encode_args((rng.pick(&[0, 1, 3, u64::MAX]), rng.pick(&[None, Some(0u64), Some(u64::MAX)]), budget)).unwrap(), false),
+            "delete_orders" => (
+                method,
+                candid::encode_args((
+                    rng.pick(&[0, 1, 3, u64::MAX]),
+                    rng.pick(&[None, Some(0u64), Some(u64::MAX)]),
+                    budget,
+                ))
+                .unwrap(),
+                false,
+            ),
             "query_sql" => (method, candid::encode_one(rng.pick(SQL)).unwrap(), true),
-            "query_sql_page" => (method, candid::encode_args((rng.pick(SQL), rng.pick(&[0u64, 5, u64::MAX]))).unwrap(), true),
-            "list_users" | "list_orders" => (method, candid::encode_args((rng.pick(&[0u64, 10, u64::MAX]), rng.pick(&[0u32, 1, 100, u32::MAX]))).unwrap(), true),
-            "garbage" => (rng.pick(&["add_users", "add_orders", "delete_orders"]), (0..rng.below(40)).map(|_| rng.next() as u8).collect(), false),
+            "query_sql_page" => {
+                (method, candid::encode_args((rng.pick(SQL), rng.pick(&[0u64, 5, u64::MAX]))).unwrap(), true)
+            }
+            "list_users" | "list_orders" => (
+                method,
+                candid::encode_args((rng.pick(&[0u64, 10, u64::MAX]), rng.pick(&[0u32, 1, 100, u32::MAX]))).unwrap(),
+                true,
+            ),
+            "garbage" => (
+                rng.pick(&["add_users", "add_orders", "delete_orders"]),
+                (0..rng.below(40)).map(|_| rng.next() as u8).collect(),
+                false,
+            ),
             _ => ("add_users", vec![0u8; (2 << 20) + 1], false),
         };
         let out = if is_query { c.query(method, &arg, caller) } else { c.update(method, &arg, caller) };
@@ -240,7 +303,9 @@ fn generated_hostile_calls_never_lose_or_corrupt_data() {
             Err(e) => panic!("call {i} {method}: unexpected reject {e}"),
             Ok(reply) => {
                 let err: Option<Error> = match method {
-                    "create_schema" => candid::decode_one::<Result<(), Error>>(reply).unwrap().map(|()| schema = true).err(),
+                    "create_schema" => {
+                        candid::decode_one::<Result<(), Error>>(reply).unwrap().map(|()| schema = true).err()
+                    }
                     "add_users" => match candid::decode_one::<Result<Batch, Error>>(reply).unwrap() {
                         Ok(b) => {
                             users += b.inserted;
@@ -290,7 +355,15 @@ fn generated_hostile_calls_never_lose_or_corrupt_data() {
         }
     }
     eprintln!("reliability: {CALLS} generated calls (seed 0x5EED_CAFE_F00D_0001), outcomes {tally:?}; integrity and row counts checked after each");
-    for kind in ["ok", "error NotController", "error InvalidArgument", "error NotReadOnly", "error Sqlite", "trap (bad Candid)", "refused: over the ingress limit"] {
+    for kind in [
+        "ok",
+        "error NotController",
+        "error InvalidArgument",
+        "error NotReadOnly",
+        "error Sqlite",
+        "trap (bad Candid)",
+        "refused: over the ingress limit",
+    ] {
         assert!(tally.get(kind).copied().unwrap_or(0) > 0, "the generator never produced {kind}: {tally:?}");
     }
     assert!(users > 0 && orders > 0, "the generator loaded data ({users} users, {orders} orders)");

@@ -33,8 +33,8 @@ pub fn write_csv(
 ) -> anyhow::Result<()> {
     let _ = noise_threshold; // Unused by canbench's CSV writer too.
     let data = data::extract(new, old);
-    let mut file = std::fs::File::create(path)
-        .with_context(|| format!("Failed to create results file: {}", path.display()))?;
+    let mut file =
+        std::fs::File::create(path).with_context(|| format!("Failed to create results file: {}", path.display()))?;
     write(&mut file, &data)
         .and_then(|()| file.flush())
         .with_context(|| format!("Failed to write CSV results to: {}", path.display()))?;
@@ -106,11 +106,7 @@ mod tests {
         let mut output = Vec::new();
         write(&mut output, entries).unwrap();
         let output_str = String::from_utf8(output).unwrap();
-        assert_eq!(
-            output_str, expected_output,
-            "Unexpected output:\n{}",
-            output_str
-        );
+        assert_eq!(output_str, expected_output, "Unexpected output:\n{}", output_str);
     }
 
     // Ported from canbench 0.7.0 src/csv_file.rs (test_write_csv).
@@ -184,17 +180,11 @@ status,name,scope_calls,scope_calls Δ,scope_calls Δ%,instructions,instructions
         let new = results(&[
             (
                 "bench_scope_exists",
-                bench(
-                    m(1, 3834, 0, 0),
-                    &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
-                ),
+                bench(m(1, 3834, 0, 0), &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))]),
             ),
             ("another", bench(m(1, 12_345_678, 2, 1), &[])),
         ]);
-        let old = results(&[(
-            "bench_scope_exists",
-            bench(m(1, 0, 0, 0), &[("scope_1", m(1, 800, 1, 0))]),
-        )]);
+        let old = results(&[("bench_scope_exists", bench(m(1, 0, 0, 0), &[("scope_1", m(1, 800, 1, 0))]))]);
         let dir = TempDir::new("csv");
         let path = dir.path().join("canbench_results.csv");
         write_csv(&path, &new, &old, 2.0).unwrap();
@@ -220,9 +210,6 @@ new,bench_scope_exists::scope_2,1,,,781,,,0,,,0,,
         let dir = TempDir::new("csv-err");
         let path = dir.path().join("missing").join("x.csv");
         let err = write_csv(&path, &BTreeMap::new(), &BTreeMap::new(), 2.0).unwrap_err();
-        assert_eq!(
-            err.to_string(),
-            format!("Failed to create results file: {}", path.display())
-        );
+        assert_eq!(err.to_string(), format!("Failed to create results file: {}", path.display()));
     }
 }

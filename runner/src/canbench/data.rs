@@ -31,17 +31,11 @@ pub(crate) struct Benchmark {
 
 impl Benchmark {
     pub(crate) fn new(name: &str, scope: Option<&str>) -> Self {
-        Self {
-            name: name.to_string(),
-            scope: scope.map(str::to_string),
-        }
+        Self { name: name.to_string(), scope: scope.map(str::to_string) }
     }
 
     pub(crate) fn full_name(&self) -> String {
-        self.scope
-            .as_ref()
-            .map(|s| format!("{}::{}", self.name, s))
-            .unwrap_or_else(|| self.name.clone())
+        self.scope.as_ref().map(|s| format!("{}::{}", self.name, s)).unwrap_or_else(|| self.name.clone())
     }
 }
 
@@ -104,8 +98,7 @@ impl Values {
     }
 
     pub(crate) fn fmt_human_percent(&self) -> String {
-        self.percent_diff()
-            .map_or_else(String::new, fmt_human_percent)
+        self.percent_diff().map_or_else(String::new, fmt_human_percent)
     }
 
     pub(crate) fn status(&self, noise_threshold: f64) -> Change {
@@ -170,10 +163,7 @@ fn build_entry(
     new_m: Option<&Measurement>,
     old_m: Option<&Measurement>,
 ) -> Entry {
-    let extract_values = |f: fn(&Measurement) -> u64| Values {
-        curr: new_m.map(f),
-        prev: old_m.map(f),
-    };
+    let extract_values = |f: fn(&Measurement) -> u64| Values { curr: new_m.map(f), prev: old_m.map(f) };
 
     Entry {
         status,
@@ -190,41 +180,18 @@ mod tests {
     use super::*;
 
     fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
-        Measurement {
-            calls,
-            instructions,
-            heap_increase: heap,
-            stable_memory_increase: stable,
-        }
+        Measurement { calls, instructions, heap_increase: heap, stable_memory_increase: stable }
     }
 
     #[test]
     fn status_follows_noise_threshold_and_sign() {
         // Values from tests/expected/benchmark_reports_*.txt (canbench 0.7.0).
-        assert_eq!(
-            Values::new(Some(207), Some(207)).status(2.0),
-            Change::Unchanged
-        );
-        assert_eq!(
-            Values::new(Some(207), Some(210)).status(2.0),
-            Change::Unchanged
-        ); // -1.43%
-        assert_eq!(
-            Values::new(Some(62), Some(65)).status(2.0),
-            Change::Improved
-        ); // -4.62%
-        assert_eq!(
-            Values::new(Some(62), Some(65)).status(5.0),
-            Change::Unchanged
-        );
-        assert_eq!(
-            Values::new(Some(207), Some(10)).status(2.0),
-            Change::Regressed
-        );
-        assert_eq!(
-            Values::new(Some(307), Some(0)).status(2.0),
-            Change::Regressed
-        ); // +inf
+        assert_eq!(Values::new(Some(207), Some(207)).status(2.0), Change::Unchanged);
+        assert_eq!(Values::new(Some(207), Some(210)).status(2.0), Change::Unchanged); // -1.43%
+        assert_eq!(Values::new(Some(62), Some(65)).status(2.0), Change::Improved); // -4.62%
+        assert_eq!(Values::new(Some(62), Some(65)).status(5.0), Change::Unchanged);
+        assert_eq!(Values::new(Some(207), Some(10)).status(2.0), Change::Regressed);
+        assert_eq!(Values::new(Some(307), Some(0)).status(2.0), Change::Regressed); // +inf
         assert_eq!(Values::new(Some(0), Some(0)).status(2.0), Change::Unchanged);
         assert_eq!(Values::new(Some(1), None).status(2.0), Change::New);
         assert_eq!(Values::new(None, Some(1)).status(2.0), Change::Unchanged);
@@ -236,18 +203,12 @@ mod tests {
 
     #[test]
     fn percent_diff_is_infinite_from_zero_and_zero_for_zero_delta() {
-        assert_eq!(
-            Values::new(Some(307), Some(0)).percent_diff(),
-            Some(f64::INFINITY)
-        );
+        assert_eq!(Values::new(Some(307), Some(0)).percent_diff(), Some(f64::INFINITY));
         assert_eq!(Values::new(Some(0), Some(0)).percent_diff(), Some(0.0));
         assert_eq!(Values::new(Some(0), Some(10)).percent_diff(), Some(-100.0));
         assert_eq!(Values::new(Some(1), None).percent_diff(), None);
         assert_eq!(Values::new(Some(888), Some(841)).abs_delta(), Some(47));
-        assert_eq!(
-            Values::new(Some(888), Some(841)).fmt_human_percent(),
-            "+5.59%"
-        );
+        assert_eq!(Values::new(Some(888), Some(841)).fmt_human_percent(), "+5.59%");
         assert_eq!(Values::new(Some(888), None).fmt_abs_delta(), "");
     }
 
@@ -258,36 +219,23 @@ mod tests {
             "b".to_string(),
             BenchResult {
                 total: m(1, 3834, 0, 0),
-                scopes: [
-                    ("scope_2".to_string(), m(1, 781, 0, 0)),
-                    ("scope_1".to_string(), m(1, 970, 0, 0)),
-                ]
-                .into_iter()
-                .collect(),
+                scopes: [("scope_2".to_string(), m(1, 781, 0, 0)), ("scope_1".to_string(), m(1, 970, 0, 0))]
+                    .into_iter()
+                    .collect(),
             },
         );
-        new.insert(
-            "a".to_string(),
-            BenchResult {
-                total: m(1, 10, 0, 0),
-                scopes: BTreeMap::new(),
-            },
-        );
+        new.insert("a".to_string(), BenchResult { total: m(1, 10, 0, 0), scopes: BTreeMap::new() });
         let mut old = BTreeMap::new();
         old.insert(
             "b".to_string(),
             BenchResult {
                 total: m(1, 0, 0, 0),
-                scopes: [("scope_1".to_string(), m(1, 800, 1, 0))]
-                    .into_iter()
-                    .collect(),
+                scopes: [("scope_1".to_string(), m(1, 800, 1, 0))].into_iter().collect(),
             },
         );
         let entries = extract(&new, &old);
-        let summary: Vec<(String, String)> = entries
-            .iter()
-            .map(|e| (e.status.clone(), e.benchmark.full_name()))
-            .collect();
+        let summary: Vec<(String, String)> =
+            entries.iter().map(|e| (e.status.clone(), e.benchmark.full_name())).collect();
         assert_eq!(
             summary,
             vec![

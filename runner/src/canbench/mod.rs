@@ -93,12 +93,7 @@ pub struct Measurement {
 /// with its change against `old`: `(new)`, `(no change)`, `(regressed from 0)`,
 /// `(<d>%) (change within noise threshold)` when |d| < `noise_threshold` percent,
 /// `(regressed by <d>%)` or `(improved by <d>%)`.
-pub fn format_benchmark(
-    name: &str,
-    new: &BenchResult,
-    old: Option<&BenchResult>,
-    noise_threshold: f64,
-) -> String {
+pub fn format_benchmark(name: &str, new: &BenchResult, old: Option<&BenchResult>, noise_threshold: f64) -> String {
     print_benchmark::format_benchmark(name, new, old, noise_threshold)
 }
 
@@ -111,10 +106,7 @@ pub fn format_benchmark_section(
     old: Option<&BenchResult>,
     noise_threshold: f64,
 ) -> String {
-    format!(
-        "{SEPARATOR}\n\n{}\n",
-        format_benchmark(name, new, old, noise_threshold)
-    )
+    format!("{SEPARATOR}\n\n{}\n", format_benchmark(name, new, old, noise_threshold))
 }
 
 /// The "Summary:" block (status, counts, change and change % ranges for instructions,
@@ -140,10 +132,7 @@ pub fn format_significant_changes(
     if filtered.is_empty() {
         return None;
     }
-    Some(format!(
-        "Only significant changes:\n{}",
-        table::format_table(&filtered, MAX_DISPLAYED_ROWS)
-    ))
+    Some(format!("Only significant changes:\n{}", table::format_table(&filtered, MAX_DISPLAYED_ROWS)))
 }
 
 /// Everything canbench prints after the final separator when verbose or `--show-summary`:
@@ -154,10 +143,7 @@ pub fn format_summary_section(
     old: &BTreeMap<String, BenchResult>,
     noise_threshold: f64,
 ) -> String {
-    let mut out = format!(
-        "\n{}\n{SEPARATOR}\n",
-        format_summary(new, old, noise_threshold)
-    );
+    let mut out = format!("\n{}\n{SEPARATOR}\n", format_summary(new, old, noise_threshold));
     if let Some(table) = format_significant_changes(new, old, noise_threshold) {
         out.push_str(&format!("\n{table}\n{SEPARATOR}\n"));
     }
@@ -180,12 +166,7 @@ pub fn format_report(
     let mut new = BTreeMap::new();
     for (name, result) in runs {
         if show_results {
-            out.push_str(&format_benchmark_section(
-                name,
-                result,
-                old.get(name),
-                noise_threshold,
-            ));
+            out.push_str(&format_benchmark_section(name, result, old.get(name), noise_threshold));
         }
         new.insert(name.clone(), result.clone());
     }
@@ -234,31 +215,15 @@ pub(crate) mod test_support {
     use std::sync::Mutex;
 
     pub(crate) fn m(calls: u64, instructions: u64, heap: u64, stable: u64) -> Measurement {
-        Measurement {
-            calls,
-            instructions,
-            heap_increase: heap,
-            stable_memory_increase: stable,
-        }
+        Measurement { calls, instructions, heap_increase: heap, stable_memory_increase: stable }
     }
 
     pub(crate) fn bench(total: Measurement, scopes: &[(&str, Measurement)]) -> BenchResult {
-        BenchResult {
-            total,
-            scopes: scopes
-                .iter()
-                .map(|(name, m)| (name.to_string(), m.clone()))
-                .collect(),
-        }
+        BenchResult { total, scopes: scopes.iter().map(|(name, m)| (name.to_string(), m.clone())).collect() }
     }
 
-    pub(crate) fn results<S: AsRef<str>>(
-        items: &[(S, BenchResult)],
-    ) -> BTreeMap<String, BenchResult> {
-        items
-            .iter()
-            .map(|(name, r)| (name.as_ref().to_string(), r.clone()))
-            .collect()
+    pub(crate) fn results<S: AsRef<str>>(items: &[(S, BenchResult)]) -> BTreeMap<String, BenchResult> {
+        items.iter().map(|(name, r)| (name.as_ref().to_string(), r.clone())).collect()
     }
 
     /// `colored`'s override is process-global and tests run in parallel: every test that
@@ -280,10 +245,7 @@ pub(crate) mod test_support {
         pub(crate) fn new(label: &str) -> TempDir {
             static COUNTER: AtomicUsize = AtomicUsize::new(0);
             let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-            let dir = std::env::temp_dir().join(format!(
-                "stablebench-canbench-{label}-{}-{n}",
-                std::process::id()
-            ));
+            let dir = std::env::temp_dir().join(format!("stablebench-canbench-{label}-{}-{n}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);
             std::fs::create_dir_all(&dir).unwrap();
             TempDir(dir)
@@ -312,13 +274,8 @@ mod tests {
         show_results: bool,
         noise_threshold: f64,
     ) -> String {
-        let runs: Vec<(String, BenchResult)> = runs
-            .iter()
-            .map(|(n, r)| (n.to_string(), r.clone()))
-            .collect();
-        with_colors(false, || {
-            format_report(&runs, old, show_results, true, noise_threshold)
-        })
+        let runs: Vec<(String, BenchResult)> = runs.iter().map(|(n, r)| (n.to_string(), r.clone())).collect();
+        with_colors(false, || format_report(&runs, old, show_results, true, noise_threshold))
     }
 
     // The golden reports below are canbench 0.7.0 tests/expected/*.txt, verbatim.
@@ -327,12 +284,7 @@ mod tests {
     fn report_for_regression_matches_canbench_expected_output() {
         // tests/expected/benchmark_reports_regression.txt
         let old = results(&[("regression_test", bench(m(1, 10, 0, 0), &[]))]);
-        let out = report(
-            &[("regression_test", bench(m(1, 207, 0, 0), &[]))],
-            &old,
-            true,
-            2.0,
-        );
+        let out = report(&[("regression_test", bench(m(1, 207, 0, 0), &[]))], &old, true, 2.0);
         assert_eq!(
             out,
             "\
@@ -383,12 +335,7 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
     fn report_for_improvement_matches_canbench_expected_output() {
         // tests/expected/benchmark_reports_improvement.txt
         let old = results(&[("improvement_test", bench(m(1, 3097, 0, 0), &[]))]);
-        let out = report(
-            &[("improvement_test", bench(m(1, 207, 0, 0), &[]))],
-            &old,
-            true,
-            2.0,
-        );
+        let out = report(&[("improvement_test", bench(m(1, 207, 0, 0), &[]))], &old, true, 2.0);
         assert_eq!(
             out,
             "\
@@ -438,15 +385,9 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
     #[test]
     fn report_within_noise_threshold_has_no_table() {
         // tests/expected/benchmark_reports_noisy_change_within_custom_noise_threshold.txt
-        let old = results(&[(
-            "noisy_change_above_default_threshold_test",
-            bench(m(1, 3_540_220, 65, 104), &[]),
-        )]);
+        let old = results(&[("noisy_change_above_default_threshold_test", bench(m(1, 3_540_220, 65, 104), &[]))]);
         let out = report(
-            &[(
-                "noisy_change_above_default_threshold_test",
-                bench(m(1, 3_386_000, 62, 100), &[]),
-            )],
+            &[("noisy_change_above_default_threshold_test", bench(m(1, 3_386_000, 62, 100), &[]))],
             &old,
             true,
             5.0,
@@ -494,10 +435,7 @@ Summary:
         let out = report(
             &[(
                 "bench_scope_new",
-                bench(
-                    m(1, 3834, 0, 0),
-                    &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
-                ),
+                bench(m(1, 3834, 0, 0), &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))]),
             )],
             &BTreeMap::new(),
             true,
@@ -567,10 +505,7 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
     fn report_for_two_new_benchmarks_matches_canbench_expected_output() {
         // tests/expected/supports_gzipped_wasm.txt
         let out = report(
-            &[
-                ("bench_1", bench(m(1, 207, 0, 0), &[])),
-                ("bench_2", bench(m(1, 207, 0, 0), &[])),
-            ],
+            &[("bench_1", bench(m(1, 207, 0, 0), &[])), ("bench_2", bench(m(1, 207, 0, 0), &[]))],
             &BTreeMap::new(),
             true,
             2.0,
@@ -664,9 +599,7 @@ Summary:
     #[test]
     fn less_verbose_report_is_blocks_and_final_separator_only() {
         let runs = vec![("b".to_string(), bench(m(1, 5, 0, 0), &[]))];
-        let out = with_colors(false, || {
-            format_report(&runs, &BTreeMap::new(), true, false, 2.0)
-        });
+        let out = with_colors(false, || format_report(&runs, &BTreeMap::new(), true, false, 2.0));
         assert_eq!(
             out,
             format!(
@@ -680,10 +613,7 @@ Summary:
     #[test]
     fn benchmarks_are_reported_in_run_order_but_summarised_in_name_order() {
         let out = report(
-            &[
-                ("zeta", bench(m(1, 1, 0, 0), &[])),
-                ("alpha", bench(m(1, 2, 0, 0), &[])),
-            ],
+            &[("zeta", bench(m(1, 1, 0, 0), &[])), ("alpha", bench(m(1, 2, 0, 0), &[]))],
             &BTreeMap::new(),
             true,
             2.0,
@@ -700,10 +630,7 @@ Summary:
     fn separator_and_messages_match_canbench() {
         assert_eq!(SEPARATOR.len(), 51);
         assert!(SEPARATOR.bytes().all(|b| b == b'-'));
-        assert_eq!(
-            format_csv_saved(Path::new("canbench_results.csv")),
-            "CSV results saved to canbench_results.csv\n"
-        );
+        assert_eq!(format_csv_saved(Path::new("canbench_results.csv")), "CSV results saved to canbench_results.csv\n");
         assert_eq!(
             format_persisted(Path::new("canbench_results.yml")),
             "Successfully persisted results to canbench_results.yml\n"
@@ -722,10 +649,7 @@ Summary:
                                              heap_increase = 0 : nat64; stable_memory_increase = 0 : nat64 } };
             };
         })"#;
-        let bytes = candid_parser::parse_idl_args(text)
-            .unwrap()
-            .to_bytes()
-            .unwrap();
+        let bytes = candid_parser::parse_idl_args(text).unwrap().to_bytes().unwrap();
         let decoded: BenchResult = candid::decode_one(&bytes).unwrap();
         let expected = bench(m(1, 3834, 2, 1), &[("scope_1", m(10, 970, 0, 0))]);
         assert_eq!(decoded, expected);
@@ -740,8 +664,7 @@ Summary:
             yaml,
             "total:\n  calls: 1\n  instructions: 2\n  heap_increase: 3\n  stable_memory_increase: 4\nscopes: {}\n"
         );
-        let without_scopes: BenchResult =
-            serde_yaml::from_str("total:\n  instructions: 7\n").unwrap();
+        let without_scopes: BenchResult = serde_yaml::from_str("total:\n  instructions: 7\n").unwrap();
         assert_eq!(without_scopes, bench(m(0, 7, 0, 0), &[]));
     }
 }

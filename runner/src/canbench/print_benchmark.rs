@@ -36,13 +36,7 @@ pub(crate) fn format_benchmark(
 
     // Print totals, skip calls number, since it's always should be 1.
     outln!(out, "  total:");
-    format_measurement(
-        &mut out,
-        &new.total,
-        old.map(|m| &m.total),
-        noise_threshold,
-        false,
-    );
+    format_measurement(&mut out, &new.total, old.map(|m| &m.total), noise_threshold, false);
 
     // Print scopes
     for (scope, measurement) in &new.scopes {
@@ -69,28 +63,10 @@ fn format_measurement(
     print_calls: bool,
 ) {
     if print_calls {
-        format_metric(
-            out,
-            "calls",
-            new.calls,
-            old.map(|m| m.calls),
-            noise_threshold,
-        );
+        format_metric(out, "calls", new.calls, old.map(|m| m.calls), noise_threshold);
     }
-    format_metric(
-        out,
-        "instructions",
-        new.instructions,
-        old.map(|m| m.instructions),
-        noise_threshold,
-    );
-    format_metric(
-        out,
-        "heap_increase",
-        new.heap_increase,
-        old.map(|m| m.heap_increase),
-        noise_threshold,
-    );
+    format_metric(out, "instructions", new.instructions, old.map(|m| m.instructions), noise_threshold);
+    format_metric(out, "heap_increase", new.heap_increase, old.map(|m| m.heap_increase), noise_threshold);
     format_metric(
         out,
         "stable_memory_increase",
@@ -101,13 +77,7 @@ fn format_measurement(
 }
 
 // Formats a metric along with its percentage change relative to the old value.
-fn format_metric(
-    out: &mut String,
-    metric: &str,
-    value: u64,
-    old_value: Option<u64>,
-    noise_threshold: f64,
-) {
+fn format_metric(out: &mut String, metric: &str, value: u64, old_value: Option<u64>, noise_threshold: f64) {
     // Convert value to a more readable representation.
     let value_str = fmt_block_value(value);
 
@@ -137,13 +107,7 @@ fn format_metric(
             } else {
                 // Spec differs: section 6.3 of ic-runtime.md says "(red)"; canbench makes
                 // this line red *and* bold, and the canbench source wins.
-                outln!(
-                    out,
-                    "    {}",
-                    format!("{metric}: {value_str} (regressed from 0)")
-                        .red()
-                        .bold()
-                );
+                outln!(out, "    {}", format!("{metric}: {value_str} (regressed from 0)").red().bold());
             }
         }
         _ => {
@@ -152,26 +116,14 @@ fn format_metric(
             if diff == 0.0 {
                 outln!(out, "    {metric}: {value_str} (no change)");
             } else if diff.abs() < noise_threshold {
-                outln!(
-                    out,
-                    "    {metric}: {value_str} ({:.2}%) (change within noise threshold)",
-                    diff
-                );
+                outln!(out, "    {metric}: {value_str} ({:.2}%) (change within noise threshold)", diff);
             } else if diff > 0.0 {
-                outln!(
-                    out,
-                    "    {}",
-                    format!("{}: {value_str} (regressed by {:.2}%)", metric, diff)
-                        .red()
-                        .bold()
-                );
+                outln!(out, "    {}", format!("{}: {value_str} (regressed by {:.2}%)", metric, diff).red().bold());
             } else {
                 outln!(
                     out,
                     "    {}",
-                    format!("{}: {value_str} (improved by {:.2}%)", metric, diff.abs())
-                        .green()
-                        .bold()
+                    format!("{}: {value_str} (improved by {:.2}%)", metric, diff.abs()).green().bold()
                 );
             }
         }
@@ -261,12 +213,7 @@ Benchmark: noisy_change_test
         let new = bench(m(1, 3_386_000, 62, 100), &[]);
         let old = bench(m(1, 3_540_220, 65, 104), &[]);
         assert_eq!(
-            plain(
-                "noisy_change_above_default_threshold_test",
-                &new,
-                Some(&old),
-                2.0
-            ),
+            plain("noisy_change_above_default_threshold_test", &new, Some(&old), 2.0),
             "\
 Benchmark: noisy_change_above_default_threshold_test
   total:
@@ -276,12 +223,7 @@ Benchmark: noisy_change_above_default_threshold_test
 "
         );
         assert_eq!(
-            plain(
-                "noisy_change_above_default_threshold_test",
-                &new,
-                Some(&old),
-                5.0
-            ),
+            plain("noisy_change_above_default_threshold_test", &new, Some(&old), 5.0),
             "\
 Benchmark: noisy_change_above_default_threshold_test
   total:
@@ -298,12 +240,7 @@ Benchmark: noisy_change_above_default_threshold_test
         // benchmark_reports_improvement.txt (3097 -> 207).
         let new = bench(m(1, 207, 0, 0), &[]);
         assert_eq!(
-            plain(
-                "regression_test",
-                &new,
-                Some(&bench(m(1, 10, 0, 0), &[])),
-                2.0
-            ),
+            plain("regression_test", &new, Some(&bench(m(1, 10, 0, 0), &[])), 2.0),
             "\
 Benchmark: regression_test
   total:
@@ -313,12 +250,7 @@ Benchmark: regression_test
 "
         );
         assert_eq!(
-            plain(
-                "improvement_test",
-                &new,
-                Some(&bench(m(1, 3097, 0, 0), &[])),
-                2.0
-            ),
+            plain("improvement_test", &new, Some(&bench(m(1, 3097, 0, 0), &[])), 2.0),
             "\
 Benchmark: improvement_test
   total:
@@ -349,10 +281,7 @@ Benchmark: stable_memory_increase_from_zero
     #[test]
     fn scopes_print_calls_and_new_scope_in_existing_benchmark() {
         // tests/expected/reports_scopes_in_existing_benchmark.txt
-        let new = bench(
-            m(1, 3834, 0, 0),
-            &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
-        );
+        let new = bench(m(1, 3834, 0, 0), &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))]);
         let old = bench(m(1, 0, 0, 0), &[("scope_1", m(1, 800, 1, 0))]);
         assert_eq!(
             plain("bench_scope_exists", &new, Some(&old), 2.0),
@@ -402,12 +331,7 @@ Benchmark: bench_repeated_scope_new (new)
 
     #[test]
     fn value_units_switch_at_ten_thousand_and_powers_of_thousand() {
-        let block = plain(
-            "units",
-            &bench(m(1, 9_999, 10_000, 56_390_000_000), &[]),
-            None,
-            2.0,
-        );
+        let block = plain("units", &bench(m(1, 9_999, 10_000, 56_390_000_000), &[]), None, 2.0);
         assert_eq!(
             block,
             "\
@@ -438,36 +362,15 @@ Benchmark: units (new)
 
     #[test]
     fn new_marker_is_blue_bold_and_improvement_green_bold_with_colors() {
-        let new_block = with_colors(true, || {
-            format_benchmark("n", &bench(m(1, 1, 0, 0), &[]), None, 2.0)
-        });
-        assert!(
-            new_block.starts_with("Benchmark: \u{1b}[1mn\u{1b}[0m \u{1b}[1;34m(new)\u{1b}[0m\n"),
-            "{new_block:?}"
-        );
+        let new_block = with_colors(true, || format_benchmark("n", &bench(m(1, 1, 0, 0), &[]), None, 2.0));
+        assert!(new_block.starts_with("Benchmark: \u{1b}[1mn\u{1b}[0m \u{1b}[1;34m(new)\u{1b}[0m\n"), "{new_block:?}");
         let improved = with_colors(true, || {
-            format_benchmark(
-                "i",
-                &bench(m(1, 5, 0, 0), &[]),
-                Some(&bench(m(1, 10, 0, 0), &[])),
-                2.0,
-            )
+            format_benchmark("i", &bench(m(1, 5, 0, 0), &[]), Some(&bench(m(1, 10, 0, 0), &[])), 2.0)
         });
-        assert!(
-            improved.contains("    \u{1b}[1;32minstructions: 5 (improved by 50.00%)\u{1b}[0m\n"),
-            "{improved:?}"
-        );
+        assert!(improved.contains("    \u{1b}[1;32minstructions: 5 (improved by 50.00%)\u{1b}[0m\n"), "{improved:?}");
         let from_zero = with_colors(true, || {
-            format_benchmark(
-                "z",
-                &bench(m(1, 5, 0, 0), &[]),
-                Some(&bench(m(1, 0, 0, 0), &[])),
-                2.0,
-            )
+            format_benchmark("z", &bench(m(1, 5, 0, 0), &[]), Some(&bench(m(1, 0, 0, 0), &[])), 2.0)
         });
-        assert!(
-            from_zero.contains("    \u{1b}[1;31minstructions: 5 (regressed from 0)\u{1b}[0m\n"),
-            "{from_zero:?}"
-        );
+        assert!(from_zero.contains("    \u{1b}[1;31minstructions: 5 (regressed from 0)\u{1b}[0m\n"), "{from_zero:?}");
     }
 }

@@ -80,28 +80,20 @@ pub fn read_results(path: &Path) -> anyhow::Result<Option<Results>> {
 
     // Read the current results.
     let mut results_str = String::new();
-    file.read_to_string(&mut results_str)
-        .with_context(|| format!("error reading results file {}", path.display()))?;
+    file.read_to_string(&mut results_str).with_context(|| format!("error reading results file {}", path.display()))?;
 
-    let results: Results = serde_yaml::from_str(&results_str)
-        .with_context(|| format!("error parsing results file {}", path.display()))?;
+    let results: Results =
+        serde_yaml::from_str(&results_str).with_context(|| format!("error parsing results file {}", path.display()))?;
 
     // Validate that our version of canbench is not older than what was used
     // to generate the file.
     let our_version = SemVer::parse(CANBENCH_VERSION).expect("CANBENCH_VERSION is semver");
-    let their_version = SemVer::parse(&results.version).ok_or_else(|| {
-        anyhow!(
-            "couldn't parse version in results file {}: {:?}",
-            path.display(),
-            results.version
-        )
-    })?;
+    let their_version = SemVer::parse(&results.version)
+        .ok_or_else(|| anyhow!("couldn't parse version in results file {}: {:?}", path.display(), results.version))?;
     if our_version.cmp(&their_version) == Ordering::Less {
-        return Err(VersionError {
-            our_version: CANBENCH_VERSION.to_string(),
-            their_version: results.version.clone(),
-        }
-        .into());
+        return Err(
+            VersionError { our_version: CANBENCH_VERSION.to_string(), their_version: results.version.clone() }.into()
+        );
     }
 
     Ok(Some(results))
@@ -113,14 +105,10 @@ pub fn read_results(path: &Path) -> anyhow::Result<Option<Results>> {
 /// After writing, canbench prints "Successfully persisted results to <path>" (see
 /// [`format_persisted`](super::format_persisted)).
 pub fn write_results(path: &Path, benches: &BTreeMap<String, BenchResult>) -> anyhow::Result<()> {
-    let persisted_results = PersistedResults {
-        version: CANBENCH_VERSION,
-        benches,
-    };
+    let persisted_results = PersistedResults { version: CANBENCH_VERSION, benches };
     let yaml = serde_yaml::to_string(&persisted_results).context("serializing results")?;
 
-    let mut file = File::create(path)
-        .with_context(|| format!("error creating results file {}", path.display()))?;
+    let mut file = File::create(path).with_context(|| format!("error creating results file {}", path.display()))?;
     file.write_all(yaml.as_bytes())
         .and_then(|()| file.flush())
         .with_context(|| format!("error writing results file {}", path.display()))?;
@@ -165,20 +153,13 @@ impl SemVer {
             Some(_) => return None,
             None => String::new(),
         };
-        Some(SemVer {
-            major,
-            minor,
-            patch,
-            pre,
-            build,
-        })
+        Some(SemVer { major, minor, patch, pre, build })
     }
 }
 
 /// A major/minor/patch number: digits, no leading zero, fits in u64.
 fn numeric(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0'))
-    {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
         return None;
     }
     s.parse().ok()
@@ -190,10 +171,7 @@ fn identifiers_ok(s: &str, pre: bool) -> bool {
     s.split('.').all(|id| {
         !id.is_empty()
             && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !(pre
-                && id.len() > 1
-                && id.starts_with('0')
-                && id.bytes().all(|b| b.is_ascii_digit()))
+            && !(pre && id.len() > 1 && id.starts_with('0') && id.bytes().all(|b| b.is_ascii_digit()))
     })
 }
 
@@ -260,10 +238,7 @@ fn cmp_build(lhs: &str, rhs: &str) -> Ordering {
             (true, true) => {
                 let lv = l.trim_start_matches('0');
                 let rv = r.trim_start_matches('0');
-                lv.len()
-                    .cmp(&rv.len())
-                    .then_with(|| lv.cmp(rv))
-                    .then_with(|| l.len().cmp(&r.len()))
+                lv.len().cmp(&rv.len()).then_with(|| lv.cmp(rv)).then_with(|| l.len().cmp(&r.len()))
             }
             (true, false) => return Ordering::Less,
             (false, true) => return Ordering::Greater,
@@ -322,16 +297,10 @@ version: 0.7.0
                 "write_node_scale_n1000",
                 bench(
                     m(1, 11_802_792, 3, 1),
-                    &[
-                        ("write_call", m(1, 11_801_574, 0, 0)),
-                        ("a_scope", m(2, 11_801_574, 0, 0)),
-                    ],
+                    &[("write_call", m(1, 11_801_574, 0, 0)), ("a_scope", m(2, 11_801_574, 0, 0))],
                 ),
             ),
-            (
-                "bench_list_inbox_messages_recent",
-                bench(m(1, 932_142, 0, 0), &[]),
-            ),
+            ("bench_list_inbox_messages_recent", bench(m(1, 932_142, 0, 0), &[])),
         ])
     }
 
@@ -380,15 +349,9 @@ version: 0.4.1
         std::fs::write(&path, old_file).unwrap();
         let read = read_results(&path).unwrap().unwrap();
         assert_eq!(read.version, "0.4.1");
-        assert_eq!(
-            read.benches["write_node_scale_n1000"].scopes["write_call"].instructions,
-            11_801_574
-        );
+        assert_eq!(read.benches["write_node_scale_n1000"].scopes["write_call"].instructions, 11_801_574);
         write_results(&path, &read.benches).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(&path).unwrap(),
-            old_file.replace("version: 0.4.1", "version: 0.7.0")
-        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), old_file.replace("version: 0.4.1", "version: 0.7.0"));
     }
 
     #[test]
@@ -409,10 +372,7 @@ version: 0.4.1
         );
         assert_eq!(
             err.downcast_ref::<VersionError>(),
-            Some(&VersionError {
-                our_version: "0.7.0".to_string(),
-                their_version: "0.8.0".to_string()
-            })
+            Some(&VersionError { our_version: "0.7.0".to_string(), their_version: "0.8.0".to_string() })
         );
     }
 
@@ -460,19 +420,9 @@ version: 0.4.1
     fn measurement_fields_default_to_zero_when_missing() {
         // Ported from canbench 0.7.0 src/results_file.rs (test_yaml_backwards_compatibility).
         let decoded = serde_yaml::from_str::<Measurement>("instructions: 1\n").unwrap();
-        assert_eq!(
-            decoded,
-            Measurement {
-                calls: 0,
-                instructions: 1,
-                heap_increase: 0,
-                stable_memory_increase: 0,
-            }
-        );
-        let r: Results = serde_yaml::from_str(
-            "benches:\n  b:\n    total:\n      instructions: 5\nversion: 0.1.0\n",
-        )
-        .unwrap();
+        assert_eq!(decoded, Measurement { calls: 0, instructions: 1, heap_increase: 0, stable_memory_increase: 0 });
+        let r: Results =
+            serde_yaml::from_str("benches:\n  b:\n    total:\n      instructions: 5\nversion: 0.1.0\n").unwrap();
         assert_eq!(r.benches["b"], bench(m(0, 5, 0, 0), &[]));
     }
 

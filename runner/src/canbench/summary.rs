@@ -20,31 +20,16 @@ macro_rules! outln {
 pub(crate) fn format_summary(data: &[Entry], noise_threshold: f64) -> String {
     let mut out = String::new();
     outln!(out, "Summary:");
-    format_metric_summary(&mut out, "instructions", data, noise_threshold, |e| {
-        &e.instructions
-    });
+    format_metric_summary(&mut out, "instructions", data, noise_threshold, |e| &e.instructions);
     outln!(out);
-    format_metric_summary(&mut out, "heap_increase", data, noise_threshold, |e| {
-        &e.heap_increase
-    });
+    format_metric_summary(&mut out, "heap_increase", data, noise_threshold, |e| &e.heap_increase);
     outln!(out);
-    format_metric_summary(
-        &mut out,
-        "stable_memory_increase",
-        data,
-        noise_threshold,
-        |e| &e.stable_memory_increase,
-    );
+    format_metric_summary(&mut out, "stable_memory_increase", data, noise_threshold, |e| &e.stable_memory_increase);
     out
 }
 
-fn format_metric_summary<F>(
-    out: &mut String,
-    label: &str,
-    data: &[Entry],
-    noise_threshold: f64,
-    extractor: F,
-) where
+fn format_metric_summary<F>(out: &mut String, label: &str, data: &[Entry], noise_threshold: f64, extractor: F)
+where
     F: Fn(&Entry) -> &Values,
 {
     let mut new = 0;
@@ -104,25 +89,13 @@ fn format_metric_summary<F>(
     );
 
     if !abs_deltas.is_empty() {
-        format_range(
-            out,
-            "    change:  ",
-            &abs_deltas,
-            fmt_human_i64,
-            percentile_i64,
-        );
+        format_range(out, "    change:  ", &abs_deltas, fmt_human_i64, percentile_i64);
     } else {
         outln!(out, "    change:   n/a");
     }
 
     if !percent_diffs.is_empty() {
-        format_range(
-            out,
-            "    change %:",
-            &percent_diffs,
-            fmt_human_percent,
-            percentile_f64,
-        );
+        format_range(out, "    change %:", &percent_diffs, fmt_human_percent, percentile_f64);
     } else {
         outln!(out, "    change %: n/a");
     }
@@ -146,10 +119,7 @@ where
         ("min", sorted.first().copied().unwrap()),
     ];
 
-    let parts: Vec<String> = range
-        .iter()
-        .map(|(label, v)| format!("{label} {}", format(*v)))
-        .collect();
+    let parts: Vec<String> = range.iter().map(|(label, v)| format!("{label} {}", format(*v))).collect();
 
     outln!(out, "{prefix} [{}]", parts.join(" | "));
 }
@@ -200,10 +170,7 @@ mod tests {
     #[test]
     fn summary_of_new_benchmarks_has_no_ranges() {
         // tests/expected/supports_gzipped_wasm.txt
-        let new = results(&[
-            ("bench_1", bench(m(1, 207, 0, 0), &[])),
-            ("bench_2", bench(m(1, 207, 0, 0), &[])),
-        ]);
+        let new = results(&[("bench_1", bench(m(1, 207, 0, 0), &[])), ("bench_2", bench(m(1, 207, 0, 0), &[]))]);
         let data = extract(&new, &Default::default());
         let section = "    \
     status:   New benchmarks added ➕
@@ -256,20 +223,14 @@ Summary:
             "bench_recursive_scopes",
             bench(
                 m(1, 30_090_000, 0, 0),
-                &[
-                    ("recursive_scope_1", m(10, 10_030_000, 0, 0)),
-                    ("recursive_scope_2", m(20, 20_060_000, 0, 0)),
-                ],
+                &[("recursive_scope_1", m(10, 10_030_000, 0, 0)), ("recursive_scope_2", m(20, 20_060_000, 0, 0))],
             ),
         )]);
         let old = results(&[(
             "bench_recursive_scopes",
             bench(
                 m(1, 29_998_520, 0, 0),
-                &[
-                    ("recursive_scope_1", m(10, 10_004_000, 0, 0)),
-                    ("recursive_scope_2", m(20, 19_998_000, 0, 0)),
-                ],
+                &[("recursive_scope_1", m(10, 10_004_000, 0, 0)), ("recursive_scope_2", m(20, 19_998_000, 0, 0))],
             ),
         )]);
         let data = extract(&new, &old);
@@ -331,18 +292,9 @@ Summary:
             (&[(10, Some(5))], "Regressions detected 🔴"),
             (&[(5, Some(10))], "Improvements detected 🟢"),
             (&[(5, None)], "New benchmarks added ➕"),
-            (
-                &[(10, Some(5)), (5, Some(10))],
-                "Regressions and improvements 🔴🟢",
-            ),
-            (
-                &[(10, Some(5)), (5, None)],
-                "Regressions and new benchmarks 🔴➕",
-            ),
-            (
-                &[(5, Some(10)), (5, None)],
-                "Improvements and new benchmarks 🟢➕",
-            ),
+            (&[(10, Some(5)), (5, Some(10))], "Regressions and improvements 🔴🟢"),
+            (&[(10, Some(5)), (5, None)], "Regressions and new benchmarks 🔴➕"),
+            (&[(5, Some(10)), (5, None)], "Improvements and new benchmarks 🟢➕"),
             (&[(5, Some(5))], "No significant changes 👍"),
         ];
         for (benches, label) in cases {

@@ -11,18 +11,11 @@ pub(crate) fn filter_entries(data: &[Entry], noise_threshold: f64) -> Vec<Entry>
     let mut filtered: Vec<Entry> = data
         .iter()
         .filter_map(|entry| {
-            let metrics = [
-                &entry.instructions,
-                &entry.heap_increase,
-                &entry.stable_memory_increase,
-            ];
+            let metrics = [&entry.instructions, &entry.heap_increase, &entry.stable_memory_increase];
 
-            let is_significant = metrics.iter().any(|v| {
-                matches!(
-                    v.status(noise_threshold),
-                    Change::New | Change::Improved | Change::Regressed
-                )
-            });
+            let is_significant = metrics
+                .iter()
+                .any(|v| matches!(v.status(noise_threshold), Change::New | Change::Improved | Change::Regressed));
 
             if !is_significant {
                 return None;
@@ -30,16 +23,10 @@ pub(crate) fn filter_entries(data: &[Entry], noise_threshold: f64) -> Vec<Entry>
 
             let mut status = String::new();
             if entry.status.is_empty() {
-                if metrics
-                    .iter()
-                    .any(|v| v.status(noise_threshold) == Change::Regressed)
-                {
+                if metrics.iter().any(|v| v.status(noise_threshold) == Change::Regressed) {
                     status.push('+');
                 }
-                if metrics
-                    .iter()
-                    .any(|v| v.status(noise_threshold) == Change::Improved)
-                {
+                if metrics.iter().any(|v| v.status(noise_threshold) == Change::Improved) {
                     if !status.is_empty() {
                         status.push('/');
                     }
@@ -75,17 +62,11 @@ pub(crate) fn filter_entries(data: &[Entry], noise_threshold: f64) -> Vec<Entry>
 
 /// The table (header, rule, rows, blank line, legend), each line ending in `\n`.
 pub(crate) fn format_table(data: &[Entry], max_displayed_rows: usize) -> String {
-    let columns = [
-        "status", "name", "calls", "ins", "ins Δ%", "HI", "HI Δ%", "SMI", "SMI Δ%",
-    ];
+    let columns = ["status", "name", "calls", "ins", "ins Δ%", "HI", "HI Δ%", "SMI", "SMI Δ%"];
     let mut rows: Vec<_> = data
         .iter()
         .map(|entry| {
-            let scope_calls = if entry.has_scope() {
-                entry.calls.fmt_human_current()
-            } else {
-                "".to_string()
-            };
+            let scope_calls = if entry.has_scope() { entry.calls.fmt_human_current() } else { "".to_string() };
             vec![
                 entry.status.clone(),
                 entry.benchmark.full_name(),
@@ -114,11 +95,7 @@ pub(crate) fn format_table(data: &[Entry], max_displayed_rows: usize) -> String 
 
         let mut omitted_row = vec!["".to_string(); columns.len()];
         omitted_row[0] = "...".to_string();
-        omitted_row[1] = format!(
-            "... {} row{} omitted ...",
-            omitted_count,
-            if omitted_count == 1 { "" } else { "s" }
-        );
+        omitted_row[1] = format!("... {} row{} omitted ...", omitted_count, if omitted_count == 1 { "" } else { "s" });
         limited_rows.push(omitted_row);
 
         if tail_rows > 0 {
@@ -151,10 +128,7 @@ pub(crate) fn format_table(data: &[Entry], max_displayed_rows: usize) -> String 
         out.push('\n');
     };
 
-    print_row(
-        &mut out,
-        &columns.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
-    );
+    print_row(&mut out, &columns.iter().map(|s| s.to_string()).collect::<Vec<_>>());
     out.push('|');
     for width in &col_widths {
         out.push_str(&"-".repeat(width + 2));
@@ -167,9 +141,7 @@ pub(crate) fn format_table(data: &[Entry], max_displayed_rows: usize) -> String 
     }
 
     out.push('\n');
-    out.push_str(
-        "ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change\n",
-    );
+    out.push_str("ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change\n");
 
     out
 }
@@ -180,8 +152,7 @@ mod tests {
     use super::super::test_support::{bench, m, results};
     use super::*;
 
-    const LEGEND: &str =
-        "ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change\n";
+    const LEGEND: &str = "ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = percent change\n";
 
     // Ported from canbench 0.7.0 src/table.rs tests (test_print_table_variants_*).
     fn create_entry(name: &str, scope: Option<&str>) -> Entry {
@@ -338,15 +309,9 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
         // tests/expected/reports_scopes_in_existing_benchmark.txt
         let new = results(&[(
             "bench_scope_exists",
-            bench(
-                m(1, 3834, 0, 0),
-                &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))],
-            ),
+            bench(m(1, 3834, 0, 0), &[("scope_1", m(1, 970, 0, 0)), ("scope_2", m(1, 781, 0, 0))]),
         )]);
-        let old = results(&[(
-            "bench_scope_exists",
-            bench(m(1, 0, 0, 0), &[("scope_1", m(1, 800, 1, 0))]),
-        )]);
+        let old = results(&[("bench_scope_exists", bench(m(1, 0, 0, 0), &[("scope_1", m(1, 800, 1, 0))]))]);
         let filtered = filter_entries(&extract(&new, &old), 2.0);
         assert_eq!(
             format_table(&filtered, 50),
@@ -365,14 +330,9 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
     #[test]
     fn repeated_scope_in_existing_benchmark_table() {
         // tests/expected/reports_repeated_scope_in_existing_benchmark.txt
-        let new = results(&[(
-            "bench_repeated_scope_exists",
-            bench(m(1, 15_400, 0, 0), &[("scope_1", m(10, 7999, 0, 0))]),
-        )]);
-        let old = results(&[(
-            "bench_repeated_scope_exists",
-            bench(m(1, 0, 0, 0), &[("scope_1", m(10, 800, 1, 0))]),
-        )]);
+        let new =
+            results(&[("bench_repeated_scope_exists", bench(m(1, 15_400, 0, 0), &[("scope_1", m(10, 7999, 0, 0))]))]);
+        let old = results(&[("bench_repeated_scope_exists", bench(m(1, 0, 0, 0), &[("scope_1", m(10, 800, 1, 0))]))]);
         let filtered = filter_entries(&extract(&new, &old), 2.0);
         assert_eq!(
             format_table(&filtered, 50),
@@ -418,10 +378,7 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
             ("g_up_10", bench(m(1, 100, 0, 0), &[])),
         ]);
         let rows = filter_entries(&extract(&new, &old), 2.0);
-        let order: Vec<(String, String)> = rows
-            .iter()
-            .map(|e| (e.status.clone(), e.benchmark.full_name()))
-            .collect();
+        let order: Vec<(String, String)> = rows.iter().map(|e| (e.status.clone(), e.benchmark.full_name())).collect();
         let expected = [
             ("+", "d_up_50"),
             ("+", "b_up_10"),
@@ -431,22 +388,12 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
             ("new", "a_new"),
             ("new", "f_new"),
         ];
-        assert_eq!(
-            order,
-            expected
-                .iter()
-                .map(|(s, n)| (s.to_string(), n.to_string()))
-                .collect::<Vec<_>>()
-        );
+        assert_eq!(order, expected.iter().map(|(s, n)| (s.to_string(), n.to_string())).collect::<Vec<_>>());
     }
 
     #[test]
     fn table_over_fifty_rows_omits_the_middle() {
-        let new = results(
-            &(0..60)
-                .map(|i| (format!("bench_{i:02}"), bench(m(1, 207, 0, 0), &[])))
-                .collect::<Vec<_>>(),
-        );
+        let new = results(&(0..60).map(|i| (format!("bench_{i:02}"), bench(m(1, 207, 0, 0), &[]))).collect::<Vec<_>>());
         let rows = filter_entries(&extract(&new, &Default::default()), 2.0);
         let table = format_table(&rows, 50);
         let lines: Vec<&str> = table.lines().collect();

@@ -14,7 +14,10 @@ pub fn code() -> Arc<Code> {
     static CODE: OnceLock<Arc<Code>> = OnceLock::new();
     CODE.get_or_init(|| {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench.wasm");
-        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh first (scripts/test.sh does)");
+        assert!(
+            std::path::Path::new(path).exists(),
+            "{path} is missing: run scripts/build.sh first (scripts/test.sh does)"
+        );
         Code::from_file(path.as_ref(), Metering::On).expect("the canister wasm loads")
     })
     .clone()
@@ -38,5 +41,6 @@ pub fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
 
 /// `PRAGMA integrity_check` through the read-only endpoint.
 pub fn integrity_ok(c: &mut Canister) -> bool {
-    sql(c, "SELECT * FROM pragma_integrity_check").expect("integrity_check").rows == vec![vec![Value::Text("ok".into())]]
+    sql(c, "SELECT * FROM pragma_integrity_check").expect("integrity_check").rows
+        == vec![vec![Value::Text("ok".into())]]
 }
