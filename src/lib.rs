@@ -15,6 +15,7 @@ pub mod bench;
 mod error;
 pub mod generate;
 pub mod jobs;
+pub mod kv;
 pub mod oracle;
 pub mod pragma;
 pub mod query;
