@@ -1,33 +1,70 @@
-//! The nine reference benchmarks as canbench queries (`--features canbench`).
+//! The grid's cells as canbench queries (`--features canbench`).
 //!
-//! Each benchmark runs under each pragma profile of `stablebench::pragma::PROFILES`, named
-//! `<benchmark>_<profile>`. canbench runs each `__canbench__<name>` as a query on a freshly
-//! installed canister, so every benchmark opens an empty database with its profile and builds its
-//! own starting state (schema, users, orders, indexes) before `bench_fn`; only the seed row's
-//! statement is measured. After the measured step the result is checked
-//! against the oracle, and a wrong result traps the benchmark instead of reporting a number.
+//! `build.rs` generates one `#[bench(raw)]` function per cell of `stablebench_grid::cells::cells()`,
+//! named as the cell, each calling [`run`] with its name. canbench runs each `__canbench__<name>`
+//! as a query on a freshly installed canister, so every benchmark builds its own starting state
+//! before it measures, and checks its result afterwards (a wrong result traps the benchmark
+//! instead of reporting a number):
+//! - users/orders: an empty database with the cell's profile, the step's setup, the step in
+//!   `bench_fn`, then the oracle;
+//! - trie read/write: the data set loaded (setup), then 50 iterations of which only the timed part
+//!   is counted (Substrate's method); `total` is the sum of the 50 timed parts (`calls` = 50) and
+//!   the scope `w_avg` the sum of the middle 30 after sorting (Substrate's trimmed mean);
+//! - trie upgrade (heap map): the map written whole to stable memory and read back, as scopes
+//!   `save` and `load`;
+//! - NodeStore: the six phases (plus the intended 50/50) as scopes in `bench_fn`, then the hit
+//!   counts against the model.
 
-use canbench_rs::{bench, bench_fn, BenchResult};
-use stablebench::bench::{Bench, Output, Sizes};
+use std::collections::BTreeMap;
+
+use canbench_rs::{bench, bench_fn, bench_scope, BenchResult, Measurement};
+use stablebench::bench::{Bench, BenchRun, Output, Sizes};
+use stablebench::kv::gen::TrieDataset;
+use stablebench::kv::heap::HeapKv;
+use stablebench::kv::sqlite::{self, Layout, SqliteKv};
+use stablebench::kv::stable::StableKv;
+use stablebench::kv::{nodestore, trie, KvStore, Probe};
 use stablebench::pragma::Profile;
 use stablebench::query::Rows;
+use stablebench_grid::cells::{self, Backend, Cache, Cell, Op};
+use stablebench_grid::ic::memory_ids;
 
 use crate::db;
 
-fn run(fn_name: &str, bench: Bench, profile: &str) -> BenchResult {
-    let fail = |step: &str, e: stablebench::Error| -> ! { ic_cdk::trap(format!("{fn_name}: {step}: {e}")) };
-    let profile = Profile::by_name(profile).unwrap_or_else(|| ic_cdk::trap(format!("{fn_name}: no profile {profile}")));
-    // The function name is the canbench name; it must be the one the library documents.
-    assert_eq!(fn_name, bench.profiled_name(&profile), "benchmark function and names disagree");
+include!(concat!(env!("OUT_DIR"), "/cells.rs"));
+
+/// The seed of every key-value data set (Substrate's and rippled's generators are seeded; ours
+/// are ChaCha8 streams from this seed, recorded here and in the report).
+pub const KV_SEED: u64 = 50;
+
+/// Rows per transaction when a benchmark's setup loads a key-value data set (never measured).
+const SETUP_BATCH: usize = 10_000;
+
+fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
+    ic_cdk::trap(format!("{name}: {step}: {e}"))
+}
+
+/// Runs the cell named `name` (the generated functions call this with their own name).
+pub fn run(name: &str) -> BenchResult {
+    let cell = cells::by_name(name).unwrap_or_else(|| fail(name, "lookup", "no such cell in the grid"));
+    match cell.op {
+        Op::UsersOrders(b) => users_orders(name, b, cell.profile.expect("users/orders cells have a profile")),
+        Op::TrieRead(_) | Op::TrieWrite(_) => with_store(name, &cell, |store| trie_cell(name, &cell, store)),
+        Op::TrieUpgrade => trie_upgrade(name, &cell),
+        Op::NodeStore => with_store(name, &cell, |store| nodestore_cell(name, &cell, store)),
+    }
+}
+
+fn users_orders(name: &str, bench: Bench, profile: Profile) -> BenchResult {
     let sizes = Sizes::REFERENCE;
     // A fresh, empty database with this profile (the query's changes are discarded afterwards).
-    db::reopen(&profile).unwrap_or_else(|e| fail("open", e));
+    db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
     db::with_conn(|conn| {
-        bench.setup(conn, sizes).unwrap_or_else(|e| fail("setup", e));
+        bench.setup(conn, sizes).unwrap_or_else(|e| fail(name, "setup", e));
         let mut output = None;
         let result = bench_fn(|| output = Some(bench.run(conn, sizes)));
-        let output = output.expect("bench_fn ran the step").unwrap_or_else(|e| fail("run", e));
-        bench.verify(conn, sizes, &output).unwrap_or_else(|e| fail("verify", e));
+        let output = output.expect("bench_fn ran the step").unwrap_or_else(|e| fail(name, "run", e));
+        bench.verify(conn, sizes, &output).unwrap_or_else(|e| fail(name, "verify", e));
         report_reply_bytes(output);
         result
     })
@@ -43,55 +80,93 @@ fn report_reply_bytes(output: Output) {
     }
 }
 
-/// One benchmark `<name>_<profile>`.
-macro_rules! bench {
-    ($profile:ident, $name:ident => $bench:ident) => {
-        paste::paste! {
-            #[bench(raw)]
-            fn [<$name _ $profile>]() -> BenchResult {
-                run(stringify!([<$name _ $profile>]), Bench::$bench, stringify!($profile))
-            }
+/// The canister's [`Probe`]: the instruction counter canbench reads, and `bench_scope`.
+struct Counter;
+
+impl Probe for Counter {
+    fn instructions(&self) -> u64 {
+        ic_cdk::api::performance_counter(0)
+    }
+    fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let _scope = bench_scope(name);
+        f()
+    }
+}
+
+/// Heap and stable memory sizes in wasm pages, as canbench measures them.
+fn pages() -> (u64, u64) {
+    (core::arch::wasm32::memory_size(0) as u64, ic_cdk::stable::stable_size())
+}
+
+/// Opens the cell's backend, empty, and runs `f` on it.
+fn with_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> BenchResult) -> BenchResult {
+    match cell.backend {
+        Backend::Sqlite | Backend::SqliteRowid => {
+            let layout = if cell.backend == Backend::Sqlite { Layout::WithoutRowid } else { Layout::Rowid };
+            let profile = cell.profile.expect("SQLite cells have a profile");
+            db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
+            db::with_conn(|conn| {
+                sqlite::create(conn, layout).unwrap_or_else(|e| fail(name, "create", e));
+                f(&mut SqliteKv::new(conn, layout))
+            })
         }
-    };
+        Backend::StableBTreeMap => f(&mut StableKv::init(db::memory(memory_ids::STABLE_BTREEMAP))),
+        Backend::HeapBTreeMap => f(&mut HeapKv::default()),
+    }
 }
 
-/// The nine benchmarks of one profile; `without_rollback` leaves out the rollback benchmark
-/// (for a journal that cannot roll back, whose result would be wrong).
-macro_rules! benches_for {
-    ($profile:ident) => {
-        benches_for!($profile, without_rollback);
-        bench!($profile, sqlite_delete_orders_100k_rollback => DeleteOrders100kRollback);
+fn trie_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
+    let data = TrieDataset { size: cell.size, seed: KV_SEED };
+    trie::load(store, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
+    let (heap0, stable0) = pages();
+    let samples = match cell.op {
+        Op::TrieRead(cache) => trie::read(store, &data, cache == Cache::Cold, &Counter),
+        Op::TrieWrite(cache) => trie::write(store, &data, cache == Cache::Cold, &Counter),
+        _ => unreachable!("trie_cell runs trie reads and writes"),
+    }
+    .unwrap_or_else(|e| fail(name, "run", e));
+    let (heap1, stable1) = pages();
+    let total = Measurement {
+        calls: samples.0.len() as u64,
+        instructions: samples.total(),
+        heap_increase: heap1 - heap0,
+        stable_memory_increase: stable1 - stable0,
     };
-    ($profile:ident, without_rollback) => {
-        bench!($profile, sqlite_insert_users_100k => InsertUsers);
-        bench!($profile, sqlite_insert_orders_1m => InsertOrders);
-        bench!($profile, sqlite_create_indexes_1m => CreateIndexes);
-        bench!($profile, sqlite_select_join_1m => SelectJoin);
-        bench!($profile, sqlite_select_like_100k => SelectLike);
-        bench!($profile, sqlite_insert_orders_100_indexed => InsertOrders100Indexed);
-        bench!($profile, sqlite_delete_orders_1k_indexed => DeleteOrders1kIndexed);
-        bench!($profile, sqlite_insert_orders_1m_indexed => InsertOrders1mIndexed);
-    };
+    let trimmed = trie::TRIMMED.len() as u64;
+    let w_avg = Measurement { calls: trimmed, instructions: samples.trimmed_sum(), ..Measurement::default() };
+    BenchResult { total, scopes: BTreeMap::from([("w_avg".to_string(), w_avg)]) }
 }
 
-// Every profile of stablebench::pragma::PROFILES, in its order.
-benches_for!(reference);
-benches_for!(ic_rusqlite);
-benches_for!(memory);
-benches_for!(journal_truncate);
-benches_for!(journal_memory);
-benches_for!(journal_wal);
-benches_for!(journal_off, without_rollback);
-benches_for!(sync_off);
-benches_for!(sync_full);
-benches_for!(page_8k);
-benches_for!(page_16k);
-benches_for!(page_32k);
-benches_for!(page_64k);
-benches_for!(cache_8mib);
-benches_for!(cache_40mib);
-benches_for!(locking_normal);
-benches_for!(temp_file);
-benches_for!(foreign_keys_off);
-benches_for!(journal_memory_temp_file);
-benches_for!(temp_file_cache_8mib);
+fn trie_upgrade(name: &str, cell: &Cell) -> BenchResult {
+    let data = TrieDataset { size: cell.size, seed: KV_SEED };
+    let mut heap = HeapKv::default();
+    trie::load(&mut heap, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
+    let memory = db::memory(memory_ids::HEAP_BTREEMAP_SNAPSHOT);
+    let mut loaded = None;
+    let result = bench_fn(|| {
+        {
+            let _save = bench_scope("save");
+            heap.save(&memory).unwrap_or_else(|e| fail(name, "save", e));
+        }
+        let _load = bench_scope("load");
+        loaded = Some(HeapKv::load(&memory));
+    });
+    let mut loaded = loaded.expect("bench_fn ran").unwrap_or_else(|e| fail(name, "load", e));
+    let (want, got) = (heap.len().unwrap_or(0), loaded.len().unwrap_or(0));
+    if want != got || want != data.len() {
+        fail(name, "verify", format!("{got} keys read back, {want} saved, {} expected", data.len()));
+    }
+    result
+}
+
+fn nodestore_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
+    let mut run = None;
+    let result = bench_fn(|| run = Some(nodestore::run(store, cell.size, nodestore::SEED, &Counter)));
+    let run = run.expect("bench_fn ran").unwrap_or_else(|e| fail(name, "run", e));
+    let (hits, stored) = nodestore::expected(cell.size, nodestore::SEED);
+    if run.hits != hits || run.stored != stored {
+        fail(name, "verify", format!("got {:?} / {} stored, expected {hits:?} / {stored}", run.hits, run.stored));
+    }
+    ic_cdk::api::debug_print(format!("stablebench: nodestore_hits={:?}", run.hits));
+    result
+}

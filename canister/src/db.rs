@@ -2,8 +2,12 @@
 //! lives in its own virtual memory of stable memory (MemoryId 120; the polyfill's file system
 //! uses 101..119). Natively (for the `.did` test) it is a file in the temp directory.
 
-use stablebench::pragma::Profile;
+use ic_stable_structures::memory_manager::{MemoryId, VirtualMemory};
+use ic_stable_structures::DefaultMemoryImpl;
+use stablebench::pragma::{Apply, Profile};
 use stablebench::Result;
+#[cfg(target_arch = "wasm32")]
+use stablebench_grid::ic::memory_ids;
 
 pub use rusqlite::Connection;
 
@@ -44,17 +48,30 @@ pub fn with_conn<R>(f: impl FnOnce(&mut Connection) -> R) -> R {
     ic_rusqlite::with_connection(|mut conn| f(&mut conn))
 }
 
-/// MemoryId of the cell that keeps the active profile's name (ic-rusqlite uses 101..=120).
+/// A virtual memory of stable memory (`stablebench_grid::ic::memory_ids`). In the canister it
+/// comes from ic-rusqlite's `MemoryManager`, the only one allowed over stable memory (a second
+/// manager would overwrite the first one's buckets).
 #[cfg(target_arch = "wasm32")]
-const PROFILE_MEMORY: u8 = 100;
+pub fn memory(id: u8) -> VirtualMemory<DefaultMemoryImpl> {
+    ic_rusqlite::MEMORY_MANAGER.with_borrow(|m| m.get(MemoryId::new(id)))
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static NATIVE_MEMORY: ic_stable_structures::memory_manager::MemoryManager<DefaultMemoryImpl> =
+        ic_stable_structures::memory_manager::MemoryManager::init(DefaultMemoryImpl::default());
+}
+
+/// Native stand-in for [`memory`] on wasm32: a `MemoryManager` over a `VectorMemory`.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn memory(id: u8) -> VirtualMemory<DefaultMemoryImpl> {
+    NATIVE_MEMORY.with(|m| m.get(MemoryId::new(id)))
+}
 
 #[cfg(target_arch = "wasm32")]
 thread_local! {
-    static PROFILE_CELL: std::cell::RefCell<ic_stable_structures::StableCell<String, ic_stable_structures::memory_manager::VirtualMemory<ic_stable_structures::DefaultMemoryImpl>>> =
-        std::cell::RefCell::new(ic_stable_structures::StableCell::init(
-            ic_rusqlite::MEMORY_MANAGER.with_borrow(|m| m.get(ic_stable_structures::memory_manager::MemoryId::new(PROFILE_MEMORY))),
-            String::new(),
-        ));
+    static PROFILE_CELL: std::cell::RefCell<ic_stable_structures::StableCell<String, VirtualMemory<DefaultMemoryImpl>>> =
+        std::cell::RefCell::new(ic_stable_structures::StableCell::init(memory(memory_ids::PROFILE), String::new()));
 }
 
 /// The profile name saved in stable memory ("" before the first install).

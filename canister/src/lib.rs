@@ -1,8 +1,9 @@
 //! # stablebench canister
 //!
 //! SQLite in stable memory through ic-rusqlite, with the users/orders workload of the
-//! `stablebench` library behind a Candid interface (`stablebench.did`), and the nine reference
-//! benchmarks as canbench queries when built with the `canbench` feature.
+//! `stablebench` library and the four key-value backends behind a Candid interface
+//! (`stablebench.did`), and every cell of the benchmark grid as a canbench query when built with
+//! the `canbench` feature.
 //!
 //! Every endpoint that changes data or runs caller-supplied SQL is for controllers only; others
 //! get [`Error::NotController`]. Every failure is an `Err` value, never a trap, and a failed
@@ -10,6 +11,7 @@
 #![warn(missing_docs)]
 
 mod db;
+mod kv;
 mod limits;
 
 #[cfg(feature = "canbench")]
@@ -22,6 +24,7 @@ use stablebench::query::{self, Order, Page, QueryLimits, Rows, RowsPage, User};
 use stablebench::schema::{self, schema_exists};
 use stablebench::workload;
 
+pub use kv::KvBackend;
 pub use stablebench::jobs::{Batch, Deleted, IndexProgress};
 
 use limits::{InstructionBudget, MAX_REPLY_BYTES, MAX_UPDATE_BUDGET, MIN_BUDGET, QUERY_BUDGET, UPDATE_BUDGET};
@@ -188,12 +191,14 @@ fn init(args: Option<InitArgs>) {
 
 #[ic_cdk::pre_upgrade]
 fn pre_upgrade() {
+    kv::save_heap();
     db::close();
 }
 
 #[ic_cdk::post_upgrade]
 fn post_upgrade(args: Option<InitArgs>) {
     open_with(args, active_profile());
+    kv::load_heap();
 }
 
 fn require_controller() -> Result<(), Error> {

@@ -5,11 +5,7 @@
 
 use stablebench::Meter;
 
-/// Instruction limit of an update message on an application subnet (MAX_INSTRUCTIONS_PER_MESSAGE).
-pub const UPDATE_INSTRUCTION_LIMIT: u64 = 40_000_000_000;
-
-/// Instruction limit of a query (MAX_INSTRUCTIONS_PER_QUERY_MESSAGE).
-pub const QUERY_INSTRUCTION_LIMIT: u64 = 5_000_000_000;
+pub use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
 
 /// Inserts stop at this many instructions: the rest of the 40 B is for the COMMIT, which writes
 /// every page the batch dirtied to stable memory (1,000 instructions per new 4 KiB page plus

@@ -4,6 +4,7 @@
 //! discards the heap, instantiates the new module and runs `start` and `post_upgrade`, keeping
 //! stable memory, and is undone as a whole if any step traps.
 
+use stablebench_grid::ic;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -30,13 +31,17 @@ pub struct Limits {
 impl Limits {
     /// An application subnet in production (subnet_config.rs): 300 B install, 40 B update
     /// (MAX_INSTRUCTIONS_PER_MESSAGE), 5 B query (MAX_INSTRUCTIONS_PER_QUERY_MESSAGE).
-    pub const PRODUCTION: Limits = Limits { install: 300_000_000_000, update: 40_000_000_000, query: 5_000_000_000 };
+    pub const PRODUCTION: Limits = Limits {
+        install: ic::INSTALL_INSTRUCTION_LIMIT,
+        update: ic::UPDATE_INSTRUCTION_LIMIT,
+        query: ic::QUERY_INSTRUCTION_LIMIT,
+    };
 
     /// PocketIC's benchmarking subnet, where canbench runs: every message limit raised to
     /// 99,999,999,999,999 except install, which stays at 300 B (pocket_ic.rs
     /// `with_benchmarking_application_subnet`).
     pub const BENCHMARK: Limits =
-        Limits { install: 300_000_000_000, update: 99_999_999_999_999, query: 99_999_999_999_999 };
+        Limits { install: ic::INSTALL_INSTRUCTION_LIMIT, update: 99_999_999_999_999, query: 99_999_999_999_999 };
 }
 
 /// The canister id canbench's PocketIC gives the first canister (`lxzze-o7777-77777-aaaaa-cai`).

@@ -222,10 +222,7 @@ pub struct Message {
     pub time: u64,
 }
 
-/// The largest reply of a replicated message (update), in bytes.
-pub const MAX_UPDATE_REPLY_BYTES: u64 = 2 << 20;
-/// The largest reply of a non-replicated query, in bytes.
-pub const MAX_QUERY_REPLY_BYTES: u64 = 3 << 20;
+pub use stablebench_grid::ic::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 
 impl Message {
     /// A message of `kind` from `caller` with `arg`.

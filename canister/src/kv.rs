@@ -1,0 +1,199 @@
+//! The key-value endpoints: the grid's four backends behind Candid, so that a single call's cost
+//! (Candid decoding, the controller check, the operation, its commit, the reply) can be measured
+//! on the production wasm, and so that a dfx user can load and query each backend.
+//!
+//! - `sqlite` / `sqlite_rowid`: tables `kv` and `kv_rowid` in the canister's SQLite database
+//!   (created by the first write, so the users/orders database is untouched until then);
+//! - `stable_btreemap`: a `StableBTreeMap` in its own virtual memory (`memory_ids::STABLE_BTREEMAP`);
+//! - `heap_btreemap`: a `BTreeMap` in the heap, written whole to stable memory in `pre_upgrade`
+//!   (`memory_ids::HEAP_BTREEMAP_SNAPSHOT`) and read back in `post_upgrade`.
+
+use std::cell::{Cell as Flag, RefCell};
+
+use candid::{CandidType, Deserialize};
+use ic_stable_structures::memory_manager::VirtualMemory;
+use ic_stable_structures::DefaultMemoryImpl;
+use stablebench::kv::gen::TrieDataset;
+use stablebench::kv::heap::HeapKv;
+use stablebench::kv::sqlite::{self, Layout, SqliteKv};
+use stablebench::kv::stable::StableKv;
+use stablebench::kv::{trie, Key, KvStore};
+use stablebench::Meter;
+use stablebench_grid::cells::Backend;
+use stablebench_grid::ic::memory_ids;
+
+use crate::limits::InstructionBudget;
+use crate::{db, require_controller, update_budget, Batch, Error};
+
+/// The seed of the data `kv_load` writes: the same data set the trie benchmarks load.
+pub const KV_SEED: u64 = 50;
+
+/// Entries per transaction (and between two budget checks) in `kv_load`.
+const LOAD_CHUNK: u64 = 500;
+
+/// A key-value backend, as Candid names it.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KvBackend {
+    /// SQLite, `kv(key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID`.
+    #[serde(rename = "sqlite")]
+    Sqlite,
+    /// SQLite, rowid table with a UNIQUE index on the key.
+    #[serde(rename = "sqlite_rowid")]
+    SqliteRowid,
+    /// `StableBTreeMap` in stable memory.
+    #[serde(rename = "stable_btreemap")]
+    StableBTreeMap,
+    /// `BTreeMap` in the heap, saved across upgrades.
+    #[serde(rename = "heap_btreemap")]
+    HeapBTreeMap,
+}
+
+impl From<KvBackend> for Backend {
+    fn from(b: KvBackend) -> Backend {
+        match b {
+            KvBackend::Sqlite => Backend::Sqlite,
+            KvBackend::SqliteRowid => Backend::SqliteRowid,
+            KvBackend::StableBTreeMap => Backend::StableBTreeMap,
+            KvBackend::HeapBTreeMap => Backend::HeapBTreeMap,
+        }
+    }
+}
+
+thread_local! {
+    static STABLE: RefCell<StableKv<VirtualMemory<DefaultMemoryImpl>>> =
+        RefCell::new(StableKv::init(db::memory(memory_ids::STABLE_BTREEMAP)));
+    static HEAP: RefCell<HeapKv> = RefCell::new(HeapKv::default());
+    // Whether each SQLite table is known to exist in this instance (checked once, not per call).
+    static TABLES: [Flag<bool>; 2] = const { [Flag::new(false), Flag::new(false)] };
+}
+
+fn layout(backend: KvBackend) -> Option<Layout> {
+    match backend {
+        KvBackend::Sqlite => Some(Layout::WithoutRowid),
+        KvBackend::SqliteRowid => Some(Layout::Rowid),
+        _ => None,
+    }
+}
+
+fn table_flag(layout: Layout) -> usize {
+    match layout {
+        Layout::WithoutRowid => 0,
+        Layout::Rowid => 1,
+    }
+}
+
+/// Runs `f` on `backend`. With `create`, a missing SQLite table is created first (updates);
+/// without, `f` gets `None` when it does not exist (queries, which cannot create it).
+fn with_store<T>(
+    backend: KvBackend,
+    create: bool,
+    f: impl FnOnce(Option<&mut dyn KvStore>) -> stablebench::Result<T>,
+) -> Result<T, Error> {
+    Ok(match layout(backend) {
+        Some(layout) => db::with_conn(|conn| {
+            let known = TABLES.with(|t| t[table_flag(layout)].get());
+            if !known {
+                if create {
+                    sqlite::create(conn, layout)?;
+                } else if !sqlite::exists(conn, layout)? {
+                    return f(None);
+                }
+                TABLES.with(|t| t[table_flag(layout)].set(true));
+            }
+            f(Some(&mut SqliteKv::new(conn, layout)))
+        })?,
+        None if backend == KvBackend::StableBTreeMap => STABLE.with_borrow_mut(|s| f(Some(s)))?,
+        None => HEAP.with_borrow_mut(|h| f(Some(h)))?,
+    })
+}
+
+fn key(bytes: &[u8]) -> Result<Key, Error> {
+    bytes.try_into().map_err(|_| Error::InvalidArgument { message: format!("a key is 32 bytes, not {}", bytes.len()) })
+}
+
+/// Stores `value` under the 32-byte `key` in `backend`: one transaction. Controllers only.
+#[ic_cdk::update]
+fn kv_put(backend: KvBackend, key_bytes: Vec<u8>, value: Vec<u8>) -> Result<(), Error> {
+    require_controller()?;
+    let k = key(&key_bytes)?;
+    with_store(backend, true, |s| s.expect("created").put(&k, &value))
+}
+
+/// The value under the 32-byte `key` in `backend`, if any.
+#[ic_cdk::query]
+fn kv_get(backend: KvBackend, key_bytes: Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
+    let k = key(&key_bytes)?;
+    with_store(backend, false, |s| match s {
+        Some(s) => s.get(&k),
+        None => Ok(None),
+    })
+}
+
+/// How many keys `backend` holds.
+#[ic_cdk::query]
+fn kv_len(backend: KvBackend) -> Result<u64, Error> {
+    with_store(backend, false, |s| match s {
+        Some(s) => s.len(),
+        None => Ok(0),
+    })
+}
+
+/// Writes entries `offset .. offset + count` of the trie benchmark's data set of `size` keys
+/// (random 32-byte keys, Kusama-distributed values, seed 50; each entry's warm-up twin with it)
+/// into `backend`, 500 entries per transaction, until the instruction budget (default 30 B) is
+/// used; call again from `next_offset` until `complete`. Entries are a function of their index,
+/// so a repeated call rewrites the same values: retries and resumes never duplicate. Controllers
+/// only.
+#[ic_cdk::update]
+fn kv_load(backend: KvBackend, size: u64, offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
+    require_controller()?;
+    let meter = update_budget(budget)?;
+    if size < 100 || size % 100 != 0 || size > 100_000_000 {
+        return Err(Error::InvalidArgument {
+            message: format!("size {size}: the data set has a multiple of 100 keys, 100 ..= 100,000,000"),
+        });
+    }
+    if count == 0 || offset >= size {
+        return Err(Error::InvalidArgument {
+            message: format!("offset {offset} and count {count}: need count >= 1 and offset < {size}"),
+        });
+    }
+    let end = offset.saturating_add(count).min(size);
+    let data = TrieDataset { size, seed: KV_SEED };
+    with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, &meter))
+}
+
+/// Loads entries `offset..end` chunk by chunk until `meter` runs out.
+fn load(
+    store: &mut dyn KvStore,
+    data: &TrieDataset,
+    offset: u64,
+    end: u64,
+    meter: &InstructionBudget,
+) -> stablebench::Result<Batch> {
+    let mut next = offset;
+    while next < end && !meter.exhausted() {
+        let stop = (next + LOAD_CHUNK).min(end);
+        trie::load(store, data, next..stop, LOAD_CHUNK as usize)?;
+        next = stop;
+    }
+    Ok(Batch { inserted: next - offset, next_offset: next, complete: next >= end })
+}
+
+/// Writes the heap map to stable memory (`pre_upgrade`).
+pub fn save_heap() {
+    let memory = db::memory(memory_ids::HEAP_BTREEMAP_SNAPSHOT);
+    if let Err(e) = HEAP.with_borrow(|h| h.save(&memory)) {
+        ic_cdk::trap(format!("saving the heap map before the upgrade: {e}"));
+    }
+}
+
+/// Reads the heap map back (`post_upgrade`); a snapshot that does not read back fails the
+/// upgrade, which leaves the canister as it was.
+pub fn load_heap() {
+    let memory = db::memory(memory_ids::HEAP_BTREEMAP_SNAPSHOT);
+    match HeapKv::load(&memory) {
+        Ok(h) => HEAP.set(h),
+        Err(e) => ic_cdk::trap(format!("reading the heap map after the upgrade: {e}")),
+    }
+}

@@ -1,0 +1,439 @@
+//! Pragma profiles (the settings axis of the grid): named, ordered SQLite settings with the reason for each value.
+//!
+//! Order matters, and is part of a profile:
+//! 1. `page_size` first: it is written into the database header when the first table is created
+//!    and is ignored afterwards (short of a VACUUM), so it must precede any schema.
+//! 2. `locking_mode` before `journal_mode`: SQLite can run WAL without shared memory (which the
+//!    WASI polyfill does not provide) only when EXCLUSIVE locking is set before WAL is entered
+//!    (<https://sqlite.org/wal.html#noshm>).
+//! 3. The per-connection settings (`synchronous`, `temp_store`, `cache_size`) last; they are not
+//!    stored in the file, so they are applied again on every open (init and post_upgrade).
+
+/// One setting of a profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pragma {
+    /// Pragma name, e.g. `journal_mode`.
+    pub name: &'static str,
+    /// Value as written after `PRAGMA name = `.
+    pub value: &'static str,
+    /// Why this value: the trade-off it makes on the IC.
+    pub why: &'static str,
+}
+
+/// Where a profile keeps the database.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// A file in stable memory (ic-rusqlite's mounted memory): survives upgrades.
+    StableMemory,
+    /// SQLite's `:memory:` database in the wasm heap: no stable-memory cost at all, and lost on
+    /// upgrade. The floor no stable-memory setup can beat; benchmarks only.
+    Heap,
+}
+
+/// A named, ordered list of settings applied right after a connection is opened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// Profile name: an identifier, used in benchmark names (`..._<name>`) and the init argument.
+    pub name: &'static str,
+    /// Where the values come from, or what this profile changes against `reference`.
+    pub source: &'static str,
+    /// Where the database lives.
+    pub storage: Storage,
+    /// Whether COMMIT and ROLLBACK stay atomic (false for `journal_mode = OFF`).
+    pub atomic: bool,
+    /// A guarantee of the reference's schema this profile gives up, if any (for example
+    /// foreign-key enforcement). Such a profile may be deployed by a canister that checks the
+    /// rule itself, but is never the recommendation: it measures a different database.
+    pub relaxes: Option<&'static str>,
+    /// The settings, in the order they are applied.
+    pub pragmas: &'static [Pragma],
+}
+
+const PAGE_4K: Pragma = Pragma {
+    name: "page_size",
+    value: "4096",
+    why: "SQLite's default. One 4 KiB SQLite page is one 4 KiB OS page of stable memory, \
+          the unit the IC charges 1,000 instructions for when a message first dirties it. \
+          Only takes effect before the first table exists, so it is applied first.",
+};
+const LOCK_EXCLUSIVE: Pragma = Pragma {
+    name: "locking_mode",
+    value: "EXCLUSIVE",
+    why: "The canister is the database's only client: take the file lock once and keep \
+          it instead of locking and unlocking around every transaction. Applied before \
+          journal_mode so that WAL, if chosen, never needs shared memory.",
+};
+const JOURNAL_PERSIST: Pragma = Pragma {
+    name: "journal_mode",
+    value: "PERSIST",
+    why: "Keeps the rollback journal file and zeroes its header at commit instead of \
+          deleting and re-creating it: fewer file-system calls through the WASI \
+          polyfill, while COMMIT and ROLLBACK stay atomic (OFF is faster but loses \
+          ROLLBACK).",
+};
+const SYNC_NORMAL: Pragma = Pragma {
+    name: "synchronous",
+    value: "NORMAL",
+    why: "The reference's value. On the IC a message's stable-memory writes are \
+          committed or discarded as a whole, so the level only changes how many \
+          sync calls reach the polyfill, and those cost nothing measurable: OFF and FULL \
+          gave the same instructions on all nine benchmarks.",
+};
+const TEMP_MEMORY: Pragma = Pragma {
+    name: "temp_store",
+    value: "MEMORY",
+    why: "Temporary tables and sort spills (the join's ORDER BY) stay in the heap \
+          instead of temporary files in the polyfill's file system, which also avoids \
+          SQLite failing to create a temp file during complex queries.",
+};
+const CACHE_WHOLE: Pragma = Pragma {
+    name: "cache_size",
+    value: "1000000",
+    why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database, \
+          tens of MiB for the reference data) stay in the heap page cache, so repeated \
+          reads do not go back to stable memory (20 instructions + 1 per byte per \
+          read). Costs heap, which counts against the wasm memory limit.",
+};
+
+/// One of the reference's settings replaced by `value` (the sweep's one-factor-at-a-time change).
+const fn set(base: Pragma, value: &'static str, why: &'static str) -> Pragma {
+    Pragma { name: base.name, value, why }
+}
+
+/// A sweep profile: the reference with one setting changed.
+const fn sweep(name: &'static str, source: &'static str, atomic: bool, pragmas: &'static [Pragma]) -> Profile {
+    Profile { name, source, storage: Storage::StableMemory, atomic, relaxes: None, pragmas }
+}
+
+/// The settings of the reference benchmark (the seed document's pragma table), in our order.
+pub const REFERENCE: Profile = Profile {
+    name: "reference",
+    source: "the pragma table of the ic-rusqlite users-orders benchmark (wasm-forge/ic-rusqlite benchmarks)",
+    storage: Storage::StableMemory,
+    atomic: true,
+    relaxes: None,
+    pragmas: &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE],
+};
+
+/// ic-rusqlite 0.5's own defaults (`ConnectionConfig::default`), applied in our order instead of
+/// the library's `HashMap` order.
+pub const IC_RUSQLITE: Profile = Profile {
+    name: "ic_rusqlite",
+    source: "ic-rusqlite 0.5 ConnectionConfig::default",
+    storage: Storage::StableMemory,
+    atomic: true,
+    relaxes: None,
+    pragmas: &[
+        PAGE_4K,
+        LOCK_EXCLUSIVE,
+        JOURNAL_PERSIST,
+        set(SYNC_NORMAL, "OFF", "ic-rusqlite's default: no sync calls at all."),
+        TEMP_MEMORY,
+        set(CACHE_WHOLE, "500000", "ic-rusqlite's default: 500,000 pages."),
+    ],
+};
+
+/// The database in the heap (`:memory:`): the floor for every stable-memory profile.
+pub const MEMORY: Profile = Profile {
+    name: "memory",
+    source: "SQLite's :memory: database in the wasm heap, no stable memory, temp_store FILE (the floor)",
+    storage: Storage::Heap,
+    atomic: true,
+    relaxes: None,
+    pragmas: &[
+        PAGE_4K,
+        set(SYNC_NORMAL, "OFF", "Nothing to sync in the heap."),
+        set(
+            TEMP_MEMORY,
+            "FILE",
+            "FILE, as in the recommended profile, so that the floor's sorter collects its keys \
+             in one buffer as the recommended profile's does (see temp_store FILE there); with \
+             the whole cache no sort reaches a file. With MEMORY the recommended profile built \
+             the indexes faster than the floor.",
+        ),
+        set(CACHE_WHOLE, "1000000", "An in-memory database lives in its page cache."),
+    ],
+};
+
+const JOURNAL_IN_HEAP: Pragma = set(
+    JOURNAL_PERSIST,
+    "MEMORY",
+    "The rollback journal lives in the heap: a transaction's original pages are never \
+     written to stable memory, so a write transaction dirties fewer stable-memory pages \
+     (1,000 instructions each). ROLLBACK still works within the message. What is lost \
+     is recovery from a hot journal after a crash, which the IC makes unnecessary: a \
+     message's stable-memory writes are kept or discarded as a whole, so a trap mid-\
+     transaction leaves the previous commit intact. Keep every transaction inside one \
+     message (never open across an await or an upgrade).",
+);
+const TEMP_FILE: Pragma = set(
+    TEMP_MEMORY,
+    "FILE",
+    "Counter-intuitively faster: only when temporary storage may use files does SQLite's \
+     sorter (CREATE INDEX, ORDER BY without an index) collect its keys in one growing heap \
+     buffer of up to cache_size pages (at most 512 MiB); with temp_store MEMORY it makes one \
+     allocation per key. With the whole-database cache the reference's sorts never reach a \
+     file; a larger sort spills sorted runs to a temporary file in the polyfill's file \
+     system, which works (measured by temp_file_cache_8mib) but costs stable-memory writes.",
+);
+const CACHE_8MIB: Pragma = set(CACHE_WHOLE, "2000", "A small cache: 2,000 pages.");
+
+/// The reference with the rollback journal in the heap.
+pub const JOURNAL_MEMORY: Profile = sweep(
+    "journal_memory",
+    "journal_mode MEMORY",
+    true,
+    &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, SYNC_NORMAL, TEMP_MEMORY, CACHE_WHOLE],
+);
+
+/// The two settings that each beat the reference while keeping its guarantees, together: the
+/// rollback journal in the heap and the sorter's single buffer. The latter costs heap (63 MiB at
+/// the peak of the index build instead of 43.6); see the README's pragma guide.
+pub const JOURNAL_MEMORY_TEMP_FILE: Profile = sweep(
+    "journal_memory_temp_file",
+    "journal_mode MEMORY and temp_store FILE (combined)",
+    true,
+    &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, SYNC_NORMAL, TEMP_FILE, CACHE_WHOLE],
+);
+
+/// The reference without foreign-key enforcement, which SQLite as ic-rusqlite builds it turns on
+/// by default (`SQLITE_DEFAULT_FOREIGN_KEYS=1`): what the check on every order insert costs.
+pub const FOREIGN_KEYS_OFF: Profile = Profile {
+    name: "foreign_keys_off",
+    source: "foreign_keys OFF (changes semantics: orders of missing users are accepted)",
+    storage: Storage::StableMemory,
+    atomic: true,
+    relaxes: Some("foreign keys are not enforced: an order may name a user that does not exist"),
+    pragmas: &[
+        PAGE_4K,
+        LOCK_EXCLUSIVE,
+        JOURNAL_PERSIST,
+        SYNC_NORMAL,
+        TEMP_MEMORY,
+        CACHE_WHOLE,
+        Pragma {
+            name: "foreign_keys",
+            value: "OFF",
+            why: "No lookup of the order's user for each order inserted; DELETE on orders can \
+                  run in one pass again instead of collecting the rowids first and reading each \
+                  deleted order's user_id for the constraint counter; no search for orders \
+                  when a user is deleted. The schema's FOREIGN KEY clause \
+                  becomes documentation; the canister must keep orders pointing at real users \
+                  itself.",
+        },
+    ],
+};
+
+/// Every profile, in the order benchmarks and reports list them: the reference, the library's
+/// defaults, the heap floor, the sweep (the reference with one setting changed), then
+/// combinations of two settings.
+pub const PROFILES: [Profile; 20] = [
+    REFERENCE,
+    IC_RUSQLITE,
+    MEMORY,
+    sweep(
+        "journal_truncate",
+        "journal_mode TRUNCATE",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            set(JOURNAL_PERSIST, "TRUNCATE", "Truncate the journal to 0 bytes at commit."),
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    JOURNAL_MEMORY,
+    sweep(
+        "journal_wal",
+        "journal_mode WAL (EXCLUSIVE locking, so no shared memory)",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            set(JOURNAL_PERSIST, "WAL", "Write-ahead log in a second file of the polyfill's file system."),
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "journal_off",
+        "journal_mode OFF (ROLLBACK does nothing: not atomic)",
+        false,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            set(JOURNAL_PERSIST, "OFF", "No journal: ROLLBACK cannot undo anything."),
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "sync_off",
+        "synchronous OFF",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            set(SYNC_NORMAL, "OFF", "No sync calls."),
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "sync_full",
+        "synchronous FULL",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            set(SYNC_NORMAL, "FULL", "Sync after every journal write."),
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_8k",
+        "page_size 8192",
+        true,
+        &[
+            set(PAGE_4K, "8192", "8 KiB pages: two OS pages each."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_16k",
+        "page_size 16384",
+        true,
+        &[
+            set(PAGE_4K, "16384", "16 KiB pages."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_32k",
+        "page_size 32768",
+        true,
+        &[
+            set(PAGE_4K, "32768", "32 KiB pages."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "page_64k",
+        "page_size 65536",
+        true,
+        &[
+            set(PAGE_4K, "65536", "64 KiB pages, SQLite's largest."),
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "cache_8mib",
+        "cache_size 2000 pages (8 MiB)",
+        true,
+        &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_MEMORY, CACHE_8MIB],
+    ),
+    sweep(
+        "cache_40mib",
+        "cache_size 10000 pages (40 MiB)",
+        true,
+        &[
+            PAGE_4K,
+            LOCK_EXCLUSIVE,
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            set(CACHE_WHOLE, "10000", "10,000 pages: about half the reference database."),
+        ],
+    ),
+    sweep(
+        "locking_normal",
+        "locking_mode NORMAL",
+        true,
+        &[
+            PAGE_4K,
+            set(LOCK_EXCLUSIVE, "NORMAL", "Lock and unlock around every transaction."),
+            JOURNAL_PERSIST,
+            SYNC_NORMAL,
+            TEMP_MEMORY,
+            CACHE_WHOLE,
+        ],
+    ),
+    sweep(
+        "temp_file",
+        "temp_store FILE",
+        true,
+        &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_FILE, CACHE_WHOLE],
+    ),
+    FOREIGN_KEYS_OFF,
+    JOURNAL_MEMORY_TEMP_FILE,
+    sweep(
+        "temp_file_cache_8mib",
+        "temp_store FILE and cache_size 2000 pages, combined (sorts spill to a temporary file)",
+        true,
+        &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_PERSIST, SYNC_NORMAL, TEMP_FILE, CACHE_8MIB],
+    ),
+];
+
+/// The profile the canister applies unless its install argument names another: the pragma
+/// guide's recommendation, the fastest profile on the nine benchmarks together that keeps
+/// COMMIT/ROLLBACK atomic, keeps the database in stable memory, keeps the reference's semantics
+/// (foreign keys enforced) and fits the wasm memory limit (`tests/readme.rs` checks this against
+/// the committed results).
+pub const DEFAULT: Profile = JOURNAL_MEMORY_TEMP_FILE;
+
+/// The pragmas reported by `stablebench::pragma::read_active`, in this order.
+pub const REPORTED: [&str; 8] = [
+    "page_size",
+    "locking_mode",
+    "journal_mode",
+    "synchronous",
+    "temp_store",
+    "cache_size",
+    "foreign_keys",
+    "auto_vacuum",
+];
+
+impl Profile {
+    /// Finds a profile by name.
+    pub fn by_name(name: &str) -> Option<Profile> {
+        PROFILES.into_iter().find(|p| p.name == name)
+    }
+
+    /// Whether a canister may run this profile: its database must survive upgrades (stable
+    /// memory) and COMMIT/ROLLBACK must stay atomic. The error says why not.
+    pub fn deployable(&self) -> std::result::Result<(), String> {
+        if self.storage == Storage::Heap {
+            return Err(format!(
+                "profile {} keeps the database in the heap, which every upgrade discards: it is for benchmarks only",
+                self.name
+            ));
+        }
+        if !self.atomic {
+            return Err(format!("profile {} is not atomic ({}): it is for benchmarks only", self.name, self.source));
+        }
+        Ok(())
+    }
+}

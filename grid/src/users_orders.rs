@@ -1,0 +1,116 @@
+//! The users/orders workload's nine steps (the reference benchmark of ic-rusqlite, seed rows 1-9)
+//! as data: names, seed rows and sizes. The library (`stablebench::bench`) runs them.
+
+use crate::profiles::Profile;
+
+/// Table sizes of a run, and the statement constants derived from them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sizes {
+    /// Users inserted (100,000 in the reference).
+    pub users: u64,
+    /// Orders inserted (1,000,000 in the reference).
+    pub orders: u64,
+}
+
+impl Sizes {
+    /// The reference run: 100,000 users and 1,000,000 orders.
+    pub const REFERENCE: Sizes = Sizes { users: 100_000, orders: 1_000_000 };
+
+    /// Orders added on top of a full, indexed table by the "100 extra orders" benchmark.
+    pub const EXTRA_ORDERS: u64 = 100;
+
+    /// The join selects users with `user_id <` this: 1,000 at reference size.
+    pub fn join_max_user_id(self) -> u64 {
+        self.users / 100
+    }
+
+    /// The delete removes the orders of users with `user_id <=` this: 100 at reference size.
+    pub fn delete_max_user_id(self) -> u64 {
+        self.users / 1000
+    }
+
+    /// The rolled-back delete removes orders with `order_id >` this: 900,000 at reference size.
+    pub fn rollback_min_order_id(self) -> u64 {
+        self.orders / 10 * 9
+    }
+}
+
+/// One benchmark of the reference workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Bench {
+    /// Seed row 1: insert 100,000 users with a cached, parameterised INSERT.
+    InsertUsers,
+    /// Seed row 2: insert 1,000,000 orders, no secondary index.
+    InsertOrders,
+    /// Seed row 3: create both indexes over 100,000 users and 1,000,000 orders.
+    CreateIndexes,
+    /// Seed row 4: the join for users below 1,000, ordered by `created_at`.
+    SelectJoin,
+    /// Seed row 5: `LIKE 'user%'` on the indexed email column.
+    SelectLike,
+    /// Seed row 6: 100 more orders into the full, indexed table.
+    InsertOrders100Indexed,
+    /// Seed row 7: delete the 1,000 orders of the first 100 users.
+    DeleteOrders1kIndexed,
+    /// Seed row 8: insert 1,000,000 orders with both indexes present.
+    InsertOrders1mIndexed,
+    /// Seed row 9: delete 100,000 orders inside a transaction, then ROLLBACK.
+    DeleteOrders100kRollback,
+}
+
+/// All nine, in the seed document's order.
+pub const BENCHES: [Bench; 9] = [
+    Bench::InsertUsers,
+    Bench::InsertOrders,
+    Bench::CreateIndexes,
+    Bench::SelectJoin,
+    Bench::SelectLike,
+    Bench::InsertOrders100Indexed,
+    Bench::DeleteOrders1kIndexed,
+    Bench::InsertOrders1mIndexed,
+    Bench::DeleteOrders100kRollback,
+];
+
+impl Bench {
+    /// The canbench name: `<backend>_<operation>_<shape>_<size>`, a public interface.
+    pub fn name(self) -> &'static str {
+        match self {
+            Bench::InsertUsers => "sqlite_insert_users_100k",
+            Bench::InsertOrders => "sqlite_insert_orders_1m",
+            Bench::CreateIndexes => "sqlite_create_indexes_1m",
+            Bench::SelectJoin => "sqlite_select_join_1m",
+            Bench::SelectLike => "sqlite_select_like_100k",
+            Bench::InsertOrders100Indexed => "sqlite_insert_orders_100_indexed",
+            Bench::DeleteOrders1kIndexed => "sqlite_delete_orders_1k_indexed",
+            Bench::InsertOrders1mIndexed => "sqlite_insert_orders_1m_indexed",
+            Bench::DeleteOrders100kRollback => "sqlite_delete_orders_100k_rollback",
+        }
+    }
+
+    /// The seed document's description of the row this benchmark reproduces.
+    pub fn seed_row(self) -> &'static str {
+        match self {
+            Bench::InsertUsers => "Create 100 000 users (cached INSERT query with parameters executed 100000 times)",
+            Bench::InsertOrders => "Create 1M orders (each refers to one of the users, no extra indexes present)",
+            Bench::CreateIndexes => "Create indexes, when there are 1M orders in the table",
+            Bench::SelectJoin => "Make a joint selection (100K users, 1M orders)",
+            Bench::SelectLike => "Select using LIKE on an indexed field",
+            Bench::InsertOrders100Indexed => {
+                "Create 100 extra orders after there were already 1M orders and field indexes created"
+            }
+            Bench::DeleteOrders1kIndexed => "Remove 1000 orders (we remove all orders from the first 100 users)",
+            Bench::InsertOrders1mIndexed => "Create 1M orders after indices were created",
+            Bench::DeleteOrders100kRollback => "Delete 100000 orders with transaction rollback",
+        }
+    }
+
+    /// The name of this benchmark under `profile`: `<name>_<profile>`, as canbench sees it.
+    pub fn profiled_name(self, profile: &Profile) -> String {
+        format!("{}_{}", self.name(), profile.name)
+    }
+
+    /// Finds a benchmark by its name without the profile.
+    pub fn by_name(name: &str) -> Option<Bench> {
+        BENCHES.into_iter().find(|b| b.name() == name)
+    }
+}
