@@ -36,7 +36,7 @@ pub fn open(profile: &Profile) -> Result<()> {
 
 /// Closes the connection and opens it again with `profile` (the benchmarks' way to start from
 /// an empty database with another profile; before any table exists, so `page_size` applies).
-#[cfg(feature = "canbench")]
+#[cfg(all(feature = "canbench", target_arch = "wasm32"))]
 pub fn reopen(profile: &Profile) -> Result<()> {
     close();
     open(profile)

@@ -14,7 +14,8 @@ mod db;
 mod kv;
 mod limits;
 
-#[cfg(feature = "canbench")]
+// The generated canbench queries measure wasm memory and the IC's counter: wasm32 only.
+#[cfg(all(feature = "canbench", target_arch = "wasm32"))]
 mod benches;
 
 use candid::{CandidType, Deserialize, Principal};

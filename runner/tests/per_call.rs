@@ -1,0 +1,204 @@
+//! The cost of one call, per key-value backend: the whole message (Candid decoding, the access
+//! check, the operation, its commit, the reply) of `kv_put` (an update writing one 128-byte value)
+//! and `kv_get` (a query reading one value), on the production wasm through the runner with
+//! production limits, at 200,000 keys (the IC DbWeight size), next to what the trie benchmarks
+//! measure inside `bench_fn` for the same operation.
+//!
+//! The measured figures are committed in `per_call_results.yml` and the README's per-call table;
+//! this test fails when a rerun differs by more than 2% (instruction counts are deterministic, so
+//! a difference means the code or the toolchain moved). Regenerate with
+//! `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`
+//! (`scripts/report.sh` does).
+
+mod common;
+use common::{code, decode};
+
+use std::collections::BTreeMap;
+
+use stablebench::kv::gen::TrieDataset;
+use stablebench_canister::{Batch, Error, KvBackend};
+use stablebench_grid::cells::{self, Backend, Cache, Cell, Op, BACKENDS, DB_WEIGHT_SIZE};
+use stablebench_runner::canister::{default_controller, Canister, Options};
+
+/// Calls of each kind measured per backend.
+const CALLS: u64 = 20;
+
+const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
+const CANBENCH_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../canbench_results.yml");
+const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+
+/// Instructions of a series of calls.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct Series {
+    calls: u64,
+    median: u64,
+    min: u64,
+    max: u64,
+}
+
+impl Series {
+    fn of(mut v: Vec<u64>) -> Series {
+        v.sort_unstable();
+        Series { calls: v.len() as u64, median: v[v.len() / 2], min: v[0], max: v[v.len() - 1] }
+    }
+}
+
+/// One backend's per-call costs.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct PerCall {
+    /// `kv_put` of a fresh 32-byte key with a 128-byte value (update, controller).
+    put: Series,
+    /// `kv_get` of an existing key (query).
+    get: Series,
+    /// The upgrade (pre_upgrade + post_upgrade) with the data set loaded.
+    upgrade: u64,
+    /// The first `kv_get` after that upgrade (caches empty).
+    first_get_after_upgrade: u64,
+}
+
+/// The committed file.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct Results {
+    keys: u64,
+    backends: BTreeMap<String, PerCall>,
+}
+
+fn kv_backend(b: Backend) -> KvBackend {
+    match b {
+        Backend::Sqlite => KvBackend::Sqlite,
+        Backend::SqliteRowid => KvBackend::SqliteRowid,
+        Backend::StableBTreeMap => KvBackend::StableBTreeMap,
+        Backend::HeapBTreeMap => KvBackend::HeapBTreeMap,
+    }
+}
+
+fn measure(backend: Backend) -> PerCall {
+    let kb = kv_backend(backend);
+    let (mut c, _) =
+        Canister::install(code(), &candid::encode_args(()).unwrap(), Options::default()).expect("installs");
+    let data = TrieDataset { size: DB_WEIGHT_SIZE, seed: 50 };
+    let mut offset = 0;
+    loop {
+        let arg = candid::encode_args((kb, DB_WEIGHT_SIZE, offset, DB_WEIGHT_SIZE - offset, None::<u64>)).unwrap();
+        let b: Batch = decode::<Result<Batch, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load")
+            .expect("kv_load");
+        offset = b.next_offset;
+        if b.complete {
+            break;
+        }
+    }
+    let len: u64 = decode::<Result<u64, Error>>(
+        c.query("kv_len", &candid::encode_one(kb).unwrap(), default_controller()),
+        "kv_len",
+    )
+    .unwrap();
+    assert_eq!(len, data.len(), "{}: the data set and its warm-ups are loaded", backend.name());
+
+    let queries = data.query_keys();
+    let get = |c: &mut Canister, i: usize| {
+        let (key, value) = &queries[i % queries.len()];
+        let out = c.query("kv_get", &candid::encode_args((kb, key.to_vec())).unwrap(), default_controller());
+        let n = out.instructions;
+        let got: Option<Vec<u8>> = decode::<Result<_, Error>>(out, "kv_get").unwrap();
+        assert_eq!(got.as_ref(), Some(value), "{}: kv_get returns the stored value", backend.name());
+        n
+    };
+    let mut puts = Vec::new();
+    for i in 0..CALLS {
+        let (key, value) = data.write_entry(i);
+        let out = c.update("kv_put", &candid::encode_args((kb, key.to_vec(), value)).unwrap(), default_controller());
+        puts.push(out.instructions);
+        decode::<Result<(), Error>>(out, "kv_put").unwrap();
+    }
+    let gets = (0..CALLS as usize).map(|i| get(&mut c, i)).collect();
+    let upgrade = c.upgrade(code(), &candid::encode_args(()).unwrap());
+    assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
+    let first = get(&mut c, 0);
+    PerCall {
+        put: Series::of(puts),
+        get: Series::of(gets),
+        upgrade: upgrade.instructions,
+        first_get_after_upgrade: first,
+    }
+}
+
+/// What the trie benchmark measured inside `bench_fn` for one operation at 200,000 keys (warm):
+/// w_avg per operation, from canbench_results.yml.
+fn in_bench(op: Op, backend: Backend) -> Option<u64> {
+    let cell =
+        cells::cells().into_iter().find(|c: &Cell| c.op == op && c.backend == backend && c.size == DB_WEIGHT_SIZE)?;
+    let yml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(CANBENCH_RESULTS).ok()?).ok()?;
+    let w = &yml["benches"][cell.name()]["scopes"]["w_avg"];
+    let (instructions, calls) = (w["instructions"].as_u64()?, w["calls"].as_u64()?);
+    Some(instructions / calls.max(1) / cell.ops_per_iteration())
+}
+
+fn table(r: &Results) -> String {
+    let mut t = String::from(
+        "| backend | `kv_put` (update, whole message) | put in `bench_fn` (w_avg) | `kv_get` (query, whole message) | get in `bench_fn` (w_avg) | upgrade | first `kv_get` after it |\n|---|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| stablebench::report::grouped(v));
+    for b in BACKENDS {
+        let Some(p) = r.backends.get(b.name()) else { continue };
+        t += &format!(
+            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            b.name(),
+            stablebench::report::grouped(p.put.median),
+            opt(in_bench(Op::TrieWrite(Cache::Warm), b)),
+            stablebench::report::grouped(p.get.median),
+            opt(in_bench(Op::TrieRead(Cache::Warm), b)),
+            stablebench::report::grouped(p.upgrade),
+            stablebench::report::grouped(p.first_get_after_upgrade),
+        );
+    }
+    t
+}
+
+/// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+fn splice(doc: &str, name: &str, body: &str) -> String {
+    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
+    let b = doc.find(&begin).unwrap_or_else(|| panic!("README has no {begin}")) + begin.len();
+    let e = doc[b..].find(&end).unwrap_or_else(|| panic!("README has no {end}")) + b;
+    format!("{}{}{}", &doc[..b], body, &doc[e..])
+}
+
+#[test]
+fn one_call_per_backend_costs_what_the_committed_results_say() {
+    let measured = Results {
+        keys: DB_WEIGHT_SIZE,
+        backends: BACKENDS.iter().map(|b| (b.name().to_string(), measure(*b))).collect(),
+    };
+    for (name, p) in &measured.backends {
+        eprintln!(
+            "{name}: put {:?}, get {:?}, upgrade {}, first get after {}",
+            p.put, p.get, p.upgrade, p.first_get_after_upgrade
+        );
+    }
+    let readme = std::fs::read_to_string(README).unwrap();
+    if std::env::var_os("STABLEBENCH_REGENERATE_PER_CALL").is_some() {
+        let yml = format!(
+            "# Generated by `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`;\n# whole-message instructions on the production wasm through the offline runner. Do not edit.\n{}",
+            serde_yaml::to_string(&measured).unwrap()
+        );
+        std::fs::write(RESULTS, yml).unwrap();
+        std::fs::write(README, splice(&readme, "per-call-table", &table(&measured))).unwrap();
+        return;
+    }
+    let committed: Results = serde_yaml::from_str(&std::fs::read_to_string(RESULTS).expect("per_call_results.yml"))
+        .expect("per_call_results.yml parses");
+    let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
+    for (name, p) in &measured.backends {
+        let c = committed.backends.get(name).unwrap_or_else(|| panic!("{name} is not in per_call_results.yml"));
+        let pairs = [
+            (p.put.median, c.put.median),
+            (p.get.median, c.get.median),
+            (p.upgrade, c.upgrade),
+            (p.first_get_after_upgrade, c.first_get_after_upgrade),
+        ];
+        assert!(
+            pairs.iter().all(|&(a, b)| close(a, b)),
+            "{name}: measured {p:?}, committed {c:?}: regenerate per_call_results.yml"
+        );
+    }
+    assert_eq!(readme, splice(&readme, "per-call-table", &table(&committed)), "the README's per-call table is stale");
+}
