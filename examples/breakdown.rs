@@ -12,7 +12,8 @@
 //! counted. Sizes are the reference's.
 
 use rusqlite::Connection;
-use stablebench::bench::{Bench, Output, Sizes};
+use stablebench::bench::{Bench, BenchRun, Output, Sizes};
+use stablebench::pragma::Apply;
 
 /// The measured step. Its output is returned and dropped by the caller, outside the measured
 /// region, as in the canister's benchmarks (freeing 100,000 rows is not the query's cost).

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use rusqlite::Connection;
-use stablebench::bench::{Bench, Output, Sizes, BENCHES};
+use stablebench::bench::{Bench, BenchRun, Output, Sizes, BENCHES};
+use stablebench::pragma::Apply;
 use stablebench::query::{query_rows, QueryLimits};
 use stablebench::schema::{create_indexes, create_schema, index_names};
 use stablebench::workload::{self, next_offset, Table};
