@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates the pragma guide's report from canbench_results.yml: docs/results.md, the heatmap
-# docs/results.svg, and the README's generated tables (results, profiles, pragmas, benchmarks).
+# Regenerates the reports from canbench_results.yml: the pragma guide's docs/results.md and its
+# heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
+# docs/kv_nodestore.svg, and the README's generated tables (results, profiles, pragmas,
+# benchmarks, DbWeight, NodeStore).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
 #
 #   scripts/report.sh            # dated today
@@ -11,4 +13,4 @@ ensure_rust
 export STABLEBENCH_REGENERATE_README=1
 export STABLEBENCH_RESULTS_DATE=${STABLEBENCH_RESULTS_DATE:-$(date -u +%F)}
 cargo test --locked --release --test readme >&2
-log "wrote docs/results.md, docs/results.svg and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg and the README tables (results of $STABLEBENCH_RESULTS_DATE)"

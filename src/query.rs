@@ -124,7 +124,7 @@ fn read_rows(
     let mut seen = 0u64;
     while let Some(row) = rows.next()? {
         seen += 1;
-        if seen % METER_EVERY_ROWS == 0 && meter.exhausted() {
+        if seen.is_multiple_of(METER_EVERY_ROWS) && meter.exhausted() {
             if on_limit == OnLimit::Stop {
                 return Ok((Rows { columns, rows: out }, true));
             }

@@ -1,5 +1,15 @@
 //! The pragma guide's report: from measured results (canbench_results.yml) to `docs/results.md`,
 //! a heatmap (`docs/results.svg`) and the README's tables. Nothing in them is typed by hand.
+//!
+//! With the `report` feature (native only: it pulls in plotters), also the results keyed by the
+//! grid's cells ([`results`]) and the key-value report ([`kv`]) with its charts ([`chart`]).
+
+#[cfg(feature = "report")]
+pub mod chart;
+#[cfg(feature = "report")]
+pub mod kv;
+#[cfg(feature = "report")]
+pub mod results;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -98,7 +108,7 @@ pub fn grouped(v: u64) -> String {
     let s = v.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -113,7 +123,7 @@ fn versus(value: u64, base: u64) -> String {
 
 /// A ratio of instructions (below 1: faster) as "1.23x faster" / "1.10x slower" with `decimals`
 /// decimals, or `same` within 0.5%.
-fn ratio_text(r: f64, decimals: usize, same: &str) -> String {
+pub(crate) fn ratio_text(r: f64, decimals: usize, same: &str) -> String {
     if (r - 1.0).abs() < 0.005 {
         same.into()
     } else if r < 1.0 {

@@ -1,0 +1,328 @@
+//! The key-value report's charts, drawn with plotters' SVG backend. Without plotters' `ttf`
+//! feature its text is written as SVG `<text>` elements (the browser picks the font), and layout
+//! uses plotters' built-in size estimate, so no font file is read and the output is a pure
+//! function of the results: the same results give byte-identical SVG, which the README test
+//! relies on.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use stablebench_grid::cells::{Backend, BACKENDS, NODESTORE_SIZES, TRIE_SIZES};
+
+use super::grouped;
+use super::kv::{op_title, op_unit, phase_per_op, w_avg_per_op, PHASES, TRIE_OPS};
+use super::results::Results;
+
+/// The colour of a backend's series (fixed per backend, so charts compare at a glance).
+pub fn colour(backend: Backend) -> RGBColor {
+    const PALETTE: [RGBColor; 4] =
+        [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+    let i = BACKENDS.iter().position(|b| *b == backend).unwrap_or(0);
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Axis labels: `200`, `10k`, `1.5M`, `2B`.
+fn compact(v: f64) -> String {
+    let (scaled, unit) = match v.abs() {
+        a if a >= 1e9 => (v / 1e9, "B"),
+        a if a >= 1e6 => (v / 1e6, "M"),
+        a if a >= 1e3 => (v / 1e3, "k"),
+        _ => (v, ""),
+    };
+    let text = format!("{scaled:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{unit}")
+}
+
+/// A log axis range around `values` from one power of ten to another (plotters labels a log
+/// axis from its first power of ten on), or `fallback` without values.
+fn log_range(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> (f64, f64) {
+    let (lo, hi) = values.filter(|v| *v > 0.0).fold((f64::MAX, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if hi == 0.0 {
+        return fallback;
+    }
+    // A margin, so that no point sits on the frame.
+    (10f64.powf((lo / 1.2).log10().floor()), 10f64.powf((hi * 1.2).log10().ceil()))
+}
+
+/// Log axis labels on the 1-2-5 steps only (the other ticks stay unlabelled, as on log paper).
+fn log_label(v: f64) -> String {
+    if v <= 0.0 {
+        return String::new();
+    }
+    let mantissa = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 5.0].iter().any(|m| (mantissa - m).abs() < 1e-6) {
+        compact(v)
+    } else {
+        String::new()
+    }
+}
+
+/// Splits a series at missing points, so a size a backend was not measured at leaves a gap.
+fn runs<X: Copy>(points: &[(X, Option<f64>)]) -> Vec<Vec<(X, f64)>> {
+    let mut out = vec![Vec::new()];
+    for (x, y) in points {
+        match y {
+            Some(y) => out.last_mut().expect("never empty").push((*x, *y)),
+            None if out.last().is_some_and(|r| !r.is_empty()) => out.push(Vec::new()),
+            None => {}
+        }
+    }
+    out.retain(|r| !r.is_empty());
+    out
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+/// A backend's points: x, and the value where it was measured.
+type Series<X> = (Backend, Vec<(X, Option<f64>)>);
+type Drawn = Result<(), Box<dyn std::error::Error>>;
+
+fn not_measured(panel: &Area, what: &str) -> Drawn {
+    let (w, h) = panel.dim_in_pixel();
+    let style = TextStyle::from(("sans-serif", 16).into_font())
+        .color(&RGBColor(120, 120, 120))
+        .pos(Pos::new(HPos::Center, VPos::Center));
+    panel.draw_text(&format!("{what}: not measured yet"), &style, (w as i32 / 2, h as i32 / 2))?;
+    Ok(())
+}
+
+/// How a backend is drawn, for the shared legend.
+#[derive(Clone, Copy)]
+enum Mark {
+    /// A line with points.
+    Line,
+    /// A filled bar.
+    Bar,
+}
+
+/// One legend for all panels, in a strip under the title: a backend's colour means the same
+/// everywhere, and no panel's data hides behind a legend box.
+fn legend(strip: &Area, mark: Mark) -> Drawn {
+    let (w, h) = strip.dim_in_pixel();
+    let style = TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+    let slot = 190;
+    let mut x = (w as i32 - slot * BACKENDS.len() as i32) / 2;
+    let y = h as i32 / 2;
+    for b in BACKENDS {
+        let c = colour(b);
+        match mark {
+            Mark::Line => {
+                strip.draw(&PathElement::new(vec![(x, y), (x + 28, y)], c.stroke_width(2)))?;
+                strip.draw(&Circle::new((x + 14, y), 4, c.stroke_width(2)))?;
+            }
+            Mark::Bar => strip.draw(&Rectangle::new([(x + 6, y - 7), (x + 22, y + 7)], c.filled()))?,
+        }
+        strip.draw_text(b.name(), &style, (x + 36, y))?;
+        x += slot;
+    }
+    Ok(())
+}
+
+/// `docs/kv_trie.svg`: w_avg instructions per operation against keys in the database, both axes
+/// logarithmic, one line with points per backend, one panel per trie operation (2×2).
+pub fn trie(results: &Results) -> String {
+    let mut svg = String::new();
+    draw_trie(results, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+fn draw_trie(results: &Results, svg: &mut String) -> Drawn {
+    {
+        let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(
+            "Key-value trie workload: instructions per operation (w_avg) against database size",
+            ("sans-serif", 22),
+        )?;
+        let (strip, grid) = root.split_vertically(36);
+        legend(&strip, Mark::Line)?;
+        let x_range = log_range(TRIE_SIZES.iter().map(|s| *s as f64), (1e2, 1e6));
+        for (panel, op) in grid.split_evenly((2, 2)).iter().zip(TRIE_OPS) {
+            let series: Vec<Series<f64>> = BACKENDS
+                .into_iter()
+                .map(|b| (b, TRIE_SIZES.map(|s| (s as f64, w_avg_per_op(results, op, s, b))).to_vec()))
+                .collect();
+            let y_range = log_range(series.iter().flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y)), (1e3, 1e6));
+            let mut chart = ChartBuilder::on(panel)
+                .caption(op_title(op), ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(42)
+                .y_label_area_size(70)
+                .build_cartesian_2d((x_range.0..x_range.1).log_scale(), (y_range.0..y_range.1).log_scale())?;
+            chart
+                .configure_mesh()
+                .x_desc("keys in the database")
+                .y_desc(op_unit(op))
+                // 1..9 per decade as key points, each a faint line; labels on 1-2-5 only.
+                .x_labels(40)
+                .y_labels(40)
+                .max_light_lines(0)
+                .bold_line_style(BLACK.mix(0.08))
+                .x_label_formatter(&|v| log_label(*v))
+                .y_label_formatter(&|v| log_label(*v))
+                .label_style(("sans-serif", 12))
+                .axis_desc_style(("sans-serif", 14))
+                .draw()?;
+            if series.iter().all(|(_, p)| p.iter().all(|(_, y)| y.is_none())) {
+                not_measured(panel, op_title(op))?;
+            }
+            for (backend, points) in &series {
+                // A size the backend was not measured at splits its line: a gap, not a guess.
+                for run in runs(points) {
+                    chart.draw_series(LineSeries::new(run, colour(*backend).stroke_width(2)).point_size(4))?;
+                }
+            }
+        }
+        root.present()?;
+    }
+    Ok(())
+}
+
+/// `docs/kv_nodestore.svg`: instructions per operation in each NodeStore phase (logarithmic),
+/// one bar per backend and phase, one panel per object count.
+pub fn nodestore(results: &Results) -> String {
+    let mut svg = String::new();
+    draw_nodestore(results, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
+    {
+        let root = SVGBackend::with_string(svg, (1100, 520)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root =
+            root.titled("NodeStore (rippled's timing test): instructions per operation per phase", ("sans-serif", 22))?;
+        let (strip, grid) = root.split_vertically(36);
+        legend(&strip, Mark::Bar)?;
+        for (panel, n) in grid.split_evenly((1, NODESTORE_SIZES.len())).iter().zip(NODESTORE_SIZES) {
+            let values: Vec<(usize, usize, f64)> = PHASES
+                .iter()
+                .enumerate()
+                .flat_map(|(i, p)| {
+                    BACKENDS
+                        .iter()
+                        .enumerate()
+                        .filter_map(move |(j, b)| Some((i, j, phase_per_op(results, *b, n, *p)?)))
+                })
+                .collect();
+            let (lo, hi) = log_range(values.iter().map(|(_, _, v)| *v), (1e3, 1e6));
+            let mut chart = ChartBuilder::on(panel)
+                .caption(format!("{} objects", grouped(n)), ("sans-serif", 18))
+                .margin(12)
+                .x_label_area_size(40)
+                .y_label_area_size(70)
+                .build_cartesian_2d(-0.5..PHASES.len() as f64 - 0.5, (lo..hi).log_scale())?;
+            // Phases are categories: label the integer positions only.
+            let phase_label = |x: &f64| {
+                let i = x.round();
+                match PHASES.get(i as usize) {
+                    Some(p) if (x - i).abs() < 1e-6 && i >= 0.0 => p.short_label().to_string(),
+                    _ => String::new(),
+                }
+            };
+            chart
+                .configure_mesh()
+                .x_labels(PHASES.len() + 1)
+                .y_labels(40)
+                .max_light_lines(0)
+                .bold_line_style(BLACK.mix(0.08))
+                .x_label_formatter(&phase_label)
+                .y_label_formatter(&|v| log_label(*v))
+                .y_desc("instructions per operation")
+                .label_style(("sans-serif", 12))
+                .axis_desc_style(("sans-serif", 14))
+                .disable_x_mesh()
+                .draw()?;
+            if values.is_empty() {
+                not_measured(panel, "NodeStore")?;
+            }
+            let width = 0.8 / BACKENDS.len() as f64;
+            chart.draw_series(values.iter().map(|&(i, j, v)| {
+                let x0 = i as f64 - 0.4 + j as f64 * width;
+                Rectangle::new([(x0, lo), (x0 + width * 0.9, v)], colour(BACKENDS[j]).filled())
+            }))?;
+        }
+        root.present()?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use stablebench_grid::cells::{cells, Cache, Op};
+
+    use super::super::results::{Measurement, Record};
+    use super::*;
+
+    fn results(skip: impl Fn(Backend, u64) -> bool) -> Results {
+        let mut named = BTreeMap::new();
+        for c in cells().into_iter().filter(|c| matches!(c.op, Op::TrieRead(_) | Op::TrieWrite(_))) {
+            if skip(c.backend, c.size) {
+                continue;
+            }
+            let per_iteration = 1_000 * (1 + BACKENDS.iter().position(|b| *b == c.backend).unwrap() as u64) * c.size;
+            let record = Record {
+                total: Measurement { calls: 50, instructions: 50 * per_iteration, ..Default::default() },
+                scopes: BTreeMap::from([(
+                    "w_avg".to_string(),
+                    Measurement { calls: 30, instructions: 30 * per_iteration, ..Default::default() },
+                )]),
+            };
+            named.insert(c.name(), record);
+        }
+        Results::new(named).unwrap()
+    }
+
+    fn stroke(b: Backend) -> String {
+        let RGBColor(r, g, bl) = colour(b);
+        format!("stroke=\"#{r:02X}{g:02X}{bl:02X}\"")
+    }
+
+    #[test]
+    fn the_trie_chart_is_deterministic() {
+        let r = results(|_, _| false);
+        assert_eq!(trie(&r), trie(&r));
+        assert_eq!(nodestore(&r), nodestore(&r));
+    }
+
+    #[test]
+    fn the_trie_chart_has_one_series_per_backend_in_every_panel() {
+        let svg = trie(&results(|_, _| false));
+        assert!(svg.starts_with("<svg"));
+        for b in BACKENDS {
+            // One legend entry (a line and a point), and per panel one line through all sizes.
+            assert_eq!(svg.lines().filter(|l| *l == b.name()).count(), 1, "{}", b.name());
+            let lines = svg.lines().filter(|l| l.starts_with("<polyline") && l.contains(&stroke(b))).count();
+            assert_eq!(lines, 1 + TRIE_OPS.len(), "{}", b.name());
+            let points = svg.lines().filter(|l| l.starts_with("<circle") && l.contains(&stroke(b))).count();
+            assert_eq!(points, 1 + TRIE_SIZES.len() * TRIE_OPS.len(), "{}", b.name());
+        }
+        assert!(svg.contains("instructions per read") && svg.contains("instructions per write"));
+        assert!(svg.contains(op_title(Op::TrieRead(Cache::Cold))));
+    }
+
+    #[test]
+    fn a_missing_size_splits_the_line_and_drops_the_point() {
+        let svg = trie(&results(|b, s| b == Backend::Sqlite && s == 10_000));
+        let b = Backend::Sqlite;
+        let lines = svg.lines().filter(|l| l.starts_with("<polyline") && l.contains(&stroke(b))).count();
+        assert_eq!(lines, 1 + 2 * TRIE_OPS.len());
+        let points = svg.lines().filter(|l| l.starts_with("<circle") && l.contains(&stroke(b))).count();
+        assert_eq!(points, 1 + (TRIE_SIZES.len() - 1) * TRIE_OPS.len());
+    }
+
+    #[test]
+    fn runs_break_at_gaps() {
+        let pts = [(1, Some(1.0)), (2, None), (3, Some(3.0)), (4, Some(4.0)), (5, None)];
+        assert_eq!(runs(&pts), vec![vec![(1, 1.0)], vec![(3, 3.0), (4, 4.0)]]);
+        assert_eq!(compact(200.0), "200");
+        assert_eq!(compact(10_000.0), "10k");
+        assert_eq!(compact(1_500_000.0), "1.5M");
+        assert_eq!(log_label(2_000.0), "2k");
+        assert_eq!(log_label(3_000.0), "");
+        assert_eq!(log_range([200.0, 200_000.0].into_iter(), (1.0, 2.0)), (100.0, 1_000_000.0));
+    }
+}

@@ -1,0 +1,554 @@
+//! The key-value report: from the grid's measured cells (Substrate's trie benchmark, the heap
+//! map's upgrade, rippled's NodeStore timing) to `docs/kv.md`, its charts and the README's
+//! DbWeight and NodeStore sections. Every number and every sentence of it is computed from the
+//! results and the grid's constants; a cell that was not measured leaves a gap ("–") or a
+//! "not measured yet" line, never a panic.
+
+mod markdown;
+
+use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE, TRIE_SIZES};
+use stablebench_grid::ic::{self, prices};
+
+use super::chart;
+use super::ratio_text;
+use super::results::{Measurement, Results};
+
+/// The backend every ratio compares with: the first of [`BACKENDS`] (`stable_btreemap`).
+pub const BASELINE: Backend = BACKENDS[0];
+
+/// The trie operations, in report (and chart panel) order.
+pub const TRIE_OPS: [Op; 4] =
+    [Op::TrieRead(Cache::Warm), Op::TrieRead(Cache::Cold), Op::TrieWrite(Cache::Warm), Op::TrieWrite(Cache::Cold)];
+
+/// The canbench scope of a trie cell holding the sum of the middle iterations (Substrate's w_avg).
+pub const W_AVG_SCOPE: &str = "w_avg";
+/// The canbench scope holding a cell's data-set load (canbench-only bulk work).
+pub const SETUP_SCOPE: &str = "setup";
+/// The heap map's upgrade cell: writing the map to stable memory (`pre_upgrade`).
+pub const SAVE_SCOPE: &str = "save";
+/// The heap map's upgrade cell: reading it back (`post_upgrade`).
+pub const LOAD_SCOPE: &str = "load";
+
+/// A title for a trie operation (`Read, warm cache`).
+pub fn op_title(op: Op) -> &'static str {
+    match op {
+        Op::TrieRead(Cache::Warm) => "Read, warm cache",
+        Op::TrieRead(Cache::Cold) => "Read, cold cache",
+        Op::TrieWrite(Cache::Warm) => "Write, warm cache",
+        Op::TrieWrite(Cache::Cold) => "Write, cold cache",
+        _ => "other",
+    }
+}
+
+/// The unit of a trie operation's per-op numbers (`instructions per read`).
+pub fn op_unit(op: Op) -> &'static str {
+    match op {
+        Op::TrieWrite(_) => "instructions per write",
+        _ => "instructions per read",
+    }
+}
+
+/// `value` against `base` (instructions: fewer is faster) in sysrepo's style: "1.23x faster" or
+/// "2.10x slower", always at least 1, and "1.00x" within 0.5%.
+pub fn versus(value: f64, base: f64) -> String {
+    if base <= 0.0 || value <= 0.0 {
+        return "–".to_string();
+    }
+    ratio_text(value / base, 2, "1.00x")
+}
+
+/// Substrate's w_avg per operation of a trie read or write cell: the `w_avg` scope (the sum of
+/// the middle iterations after sorting) over its `calls` and the operations per iteration.
+pub fn w_avg_per_op(results: &Results, op: Op, size: u64, backend: Backend) -> Option<f64> {
+    let (cell, record) = results.find(op, size, backend)?;
+    per_op(record.scope(W_AVG_SCOPE)?, cell.ops_per_iteration())
+}
+
+/// The plain mean per operation (Substrate's `avg`): the total over its `calls` (every timed
+/// iteration) and the operations per iteration.
+pub fn avg_per_op(results: &Results, op: Op, size: u64, backend: Backend) -> Option<f64> {
+    let (cell, record) = results.find(op, size, backend)?;
+    per_op(&record.total, cell.ops_per_iteration())
+}
+
+fn per_op(m: &Measurement, ops_per_iteration: u64) -> Option<f64> {
+    (m.calls > 0).then(|| m.instructions as f64 / m.calls as f64 / ops_per_iteration as f64)
+}
+
+/// Cycles an operation of `instructions` adds to an update on a 13-node application subnet
+/// (`ic::prices`): the per-instruction fee only, since the message's base fee is paid once per
+/// message, not per operation. Reads in a query cost no cycles at all.
+pub fn cycles_in_update(instructions: f64) -> u64 {
+    let n = instructions.round().max(0.0) as u64;
+    prices::update_cycles(n) - prices::update_cycles(0)
+}
+
+/// One backend's "IC DbWeight": w_avg per read and per write at [`DB_WEIGHT_SIZE`] keys, the way
+/// Substrate derived `RocksDbWeight` (w_avg at 200,000 items), with warm and cold caches.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DbWeight {
+    /// The backend.
+    pub backend: Backend,
+    /// Instructions per read, warm cache.
+    pub read_warm: Option<f64>,
+    /// Instructions per read, cold cache (as after an upgrade).
+    pub read_cold: Option<f64>,
+    /// Instructions per write (one put and its commit), warm cache.
+    pub write_warm: Option<f64>,
+    /// Instructions per write, cold cache.
+    pub write_cold: Option<f64>,
+}
+
+impl DbWeight {
+    fn values(&self) -> [Option<f64>; 4] {
+        [self.read_warm, self.read_cold, self.write_warm, self.write_cold]
+    }
+}
+
+/// The DbWeight of every backend, in [`BACKENDS`] order (unmeasured values are `None`).
+pub fn db_weights(results: &Results) -> Vec<DbWeight> {
+    BACKENDS
+        .into_iter()
+        .map(|backend| {
+            let w = |op| w_avg_per_op(results, op, DB_WEIGHT_SIZE, backend);
+            DbWeight {
+                backend,
+                read_warm: w(TRIE_OPS[0]),
+                read_cold: w(TRIE_OPS[1]),
+                write_warm: w(TRIE_OPS[2]),
+                write_cold: w(TRIE_OPS[3]),
+            }
+        })
+        .collect()
+}
+
+/// A phase of rippled's NodeStore timing test, as a canbench scope of a NodeStore cell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    /// N single `store`s (one commit each).
+    Inserts,
+    /// N objects stored in batches (one commit per batch).
+    BatchInsert,
+    /// N fetches "twice the range of insert", as rippled codes it (almost all miss).
+    Fetch5050,
+    /// The N inserted objects fetched in insertion order.
+    OrderedFetch,
+    /// N fetches of the batch's key range in another order.
+    FetchRandom,
+    /// N fetches of keys never stored.
+    FetchMissing,
+    /// Fetch 50/50 over the range rippled intended (half hits): an addition, reported last.
+    Fetch5050Intended,
+}
+
+/// The phases in rippled v2's column order, then the intended 50/50.
+pub const PHASES: [Phase; 7] = [
+    Phase::Inserts,
+    Phase::BatchInsert,
+    Phase::Fetch5050,
+    Phase::OrderedFetch,
+    Phase::FetchRandom,
+    Phase::FetchMissing,
+    Phase::Fetch5050Intended,
+];
+
+impl Phase {
+    /// The canbench scope name (the canister's `bench_scope`).
+    pub const fn scope(self) -> &'static str {
+        match self {
+            Phase::Inserts => "inserts",
+            Phase::BatchInsert => "batch_insert",
+            Phase::Fetch5050 => "fetch_50_50",
+            Phase::OrderedFetch => "ordered_fetch",
+            Phase::FetchRandom => "fetch_random",
+            Phase::FetchMissing => "fetch_missing",
+            Phase::Fetch5050Intended => "fetch_50_50_intended",
+        }
+    }
+
+    /// rippled's column title.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Phase::Inserts => "Inserts",
+            Phase::BatchInsert => "Batch Insert",
+            Phase::Fetch5050 => "Fetch 50/50",
+            Phase::OrderedFetch => "Ordered Fetch",
+            Phase::FetchRandom => "Fetch Random",
+            Phase::FetchMissing => "Fetch Missing",
+            Phase::Fetch5050Intended => "Fetch 50/50 (intended)",
+        }
+    }
+
+    /// A short name for chart axes.
+    pub const fn short_label(self) -> &'static str {
+        match self {
+            Phase::Inserts => "Inserts",
+            Phase::BatchInsert => "Batch",
+            Phase::Fetch5050 => "50/50",
+            Phase::OrderedFetch => "Ordered",
+            Phase::FetchRandom => "Random",
+            Phase::FetchMissing => "Missing",
+            Phase::Fetch5050Intended => "50/50 intended",
+        }
+    }
+
+    /// Whether the phase stores objects (the others fetch).
+    pub const fn is_insert(self) -> bool {
+        matches!(self, Phase::Inserts | Phase::BatchInsert)
+    }
+
+    /// This phase's hits in `hits` (`None` for the insert phases).
+    pub const fn hits(self, hits: &Hits) -> Option<u64> {
+        match self {
+            Phase::Inserts | Phase::BatchInsert => None,
+            Phase::Fetch5050 => Some(hits.fetch_50_50),
+            Phase::OrderedFetch => Some(hits.ordered_fetch),
+            Phase::FetchRandom => Some(hits.fetch_random),
+            Phase::FetchMissing => Some(hits.fetch_missing),
+            Phase::Fetch5050Intended => Some(hits.fetch_50_50_intended),
+        }
+    }
+}
+
+/// How many fetches of each fetch phase find their object, for a NodeStore run of `n` objects.
+/// These are exact counts from the data generator (`stablebench::kv::nodestore::expected(n,
+/// seed)`, which the canister's benchmark also checks its run against), not measurements; the
+/// caller passes them in so the report does not depend on the generator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Hits {
+    /// Fetch 50/50 as rippled codes it.
+    pub fetch_50_50: u64,
+    /// Fetch 50/50 over the intended range.
+    pub fetch_50_50_intended: u64,
+    /// Ordered Fetch (every inserted object).
+    pub ordered_fetch: u64,
+    /// Fetch Random.
+    pub fetch_random: u64,
+    /// Fetch Missing (0 when the generator is right).
+    pub fetch_missing: u64,
+}
+
+/// Instructions per operation of a NodeStore phase: the scope over the cell's `n` objects.
+pub fn phase_per_op(results: &Results, backend: Backend, n: u64, phase: Phase) -> Option<f64> {
+    let (cell, record) = results.find(Op::NodeStore, n, backend)?;
+    let m = record.scope(phase.scope())?;
+    (cell.size > 0).then(|| m.instructions as f64 / cell.size as f64)
+}
+
+/// Stable memory bytes per object an insert phase added (its scope's growth over `n` objects).
+pub fn phase_stable_bytes_per_object(results: &Results, backend: Backend, n: u64, phase: Phase) -> Option<f64> {
+    let (cell, record) = results.find(Op::NodeStore, n, backend)?;
+    let m = record.scope(phase.scope())?;
+    (cell.size > 0).then(|| (m.stable_memory_increase * ic::WASM_PAGE_BYTES) as f64 / cell.size as f64)
+}
+
+/// The heap map's upgrade at one size: `save` (pre_upgrade) and `load` (post_upgrade).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Upgrade {
+    /// Keys in the map.
+    pub size: u64,
+    /// Instructions writing the map to stable memory.
+    pub save: u64,
+    /// Instructions reading it back.
+    pub load: u64,
+    /// Stable memory the snapshot grew by, pages.
+    pub stable_pages: u64,
+    /// Heap the map itself takes, pages (the growth of the setup that built it), if recorded.
+    pub heap_pages: Option<u64>,
+}
+
+impl Upgrade {
+    /// `save + load`: what one upgrade runs (pre_upgrade and post_upgrade share one limit).
+    pub fn sum(&self) -> u64 {
+        self.save + self.load
+    }
+
+    /// Whether it fits one upgrade ([`ic::INSTALL_INSTRUCTION_LIMIT`]).
+    pub fn fits(&self) -> bool {
+        self.sum() <= ic::INSTALL_INSTRUCTION_LIMIT
+    }
+}
+
+/// The heap map's measured upgrades, smallest first.
+pub fn upgrades(results: &Results) -> Vec<Upgrade> {
+    TRIE_SIZES
+        .into_iter()
+        .filter_map(|size| {
+            let (_, r) = results.find(Op::TrieUpgrade, size, Backend::HeapBTreeMap)?;
+            let (save, load) = (r.scope(SAVE_SCOPE)?, r.scope(LOAD_SCOPE)?);
+            let heap_pages = r
+                .scope(SETUP_SCOPE)
+                .map(|m| m.heap_increase)
+                .or_else(|| setup(results, Backend::HeapBTreeMap, size).map(|m| m.heap_increase));
+            Some(Upgrade {
+                size,
+                save: save.instructions,
+                load: load.instructions,
+                stable_pages: save.stable_memory_increase,
+                heap_pages,
+            })
+        })
+        .collect()
+}
+
+/// The `setup` scope of a backend's trie cells at `size` (the data-set load; every trie cell of
+/// that backend and size loads the same data, so the costliest one recorded stands for them).
+pub fn setup(results: &Results, backend: Backend, size: u64) -> Option<Measurement> {
+    TRIE_OPS
+        .into_iter()
+        .filter_map(|op| results.find(op, size, backend).and_then(|(_, r)| r.scope(SETUP_SCOPE).copied()))
+        .max_by_key(|m| m.instructions)
+}
+
+/// Heap bytes per key the setup grew by at `size` (SQLite: mostly its page cache).
+pub fn heap_bytes_per_key(results: &Results, backend: Backend, size: u64) -> Option<f64> {
+    let m = setup(results, backend, size)?;
+    (size > 0).then(|| (m.heap_increase * ic::WASM_PAGE_BYTES) as f64 / size as f64)
+}
+
+/// Keys at which `backend`'s heap would reach the default wasm memory limit, extrapolating the
+/// heap growth per key of its largest measured setup linearly; `None` if not measured or if the
+/// setup did not grow the heap.
+pub fn heap_limit_keys(results: &Results, backend: Backend) -> Option<f64> {
+    let size = TRIE_SIZES.into_iter().rev().find(|s| setup(results, backend, *s).is_some())?;
+    let per_key = heap_bytes_per_key(results, backend, size)?;
+    (per_key > 0.0).then(|| ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES as f64 / per_key)
+}
+
+/// The generated key-value documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KvReport {
+    /// `docs/kv.md`.
+    pub markdown: String,
+    /// `docs/kv_trie.svg`: w_avg per operation against size, one panel per operation.
+    pub trie_svg: String,
+    /// `docs/kv_nodestore.svg`: instructions per operation per NodeStore phase.
+    pub nodestore_svg: String,
+    /// The README's DbWeight table (between `<!-- dbweight-table:begin/end -->`).
+    pub readme_dbweight: String,
+    /// The README's NodeStore summary (between `<!-- nodestore-summary:begin/end -->`).
+    pub readme_nodestore: String,
+}
+
+/// Generates the key-value report. `hits` gives the exact fetch hits of a NodeStore run of `n`
+/// objects (see [`Hits`]), or `None` where they are not known; `command` is how the results were
+/// produced and `date` when.
+pub fn generate(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: &str, date: &str) -> KvReport {
+    KvReport {
+        markdown: markdown::document(results, hits, command, date),
+        trie_svg: chart::trie(results),
+        nodestore_svg: chart::nodestore(results),
+        readme_dbweight: markdown::readme_dbweight(results),
+        readme_nodestore: markdown::nodestore_summary(results),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use stablebench_grid::cells::{cells, Cell, NODESTORE_SIZES};
+
+    use super::super::results::Record;
+    use super::*;
+
+    /// A trie read/write record: 50 iterations of `per_iteration`, the middle 30 costing
+    /// `per_iteration_mid` each, and a setup.
+    fn trie_record(per_iteration: u64, per_iteration_mid: u64, setup: Measurement) -> Record {
+        let total = Measurement { calls: 50, instructions: 50 * per_iteration, ..Default::default() };
+        let w = Measurement { calls: 30, instructions: 30 * per_iteration_mid, ..Default::default() };
+        Record { total, scopes: BTreeMap::from([(W_AVG_SCOPE.to_string(), w), (SETUP_SCOPE.to_string(), setup)]) }
+    }
+
+    /// Synthetic results for every key-value cell: `cost(backend, op, size)` instructions per
+    /// operation (w_avg); avg 10% above it.
+    fn synthetic(skip: impl Fn(&Cell) -> bool) -> Results {
+        let mut named = BTreeMap::new();
+        for c in cells().into_iter().filter(|c| !matches!(c.op, Op::UsersOrders(_))) {
+            if skip(&c) {
+                continue;
+            }
+            let factor = match c.backend {
+                Backend::StableBTreeMap => 2,
+                Backend::HeapBTreeMap => 1,
+                Backend::Sqlite => 6,
+                Backend::SqliteRowid => 8,
+            };
+            let setup = Measurement {
+                calls: 1,
+                instructions: c.size * 100_000 * factor,
+                heap_increase: c.size * factor / 100,
+                stable_memory_increase: c.size / 50,
+            };
+            let record = match c.op {
+                Op::TrieRead(cache) | Op::TrieWrite(cache) => {
+                    let cold = if cache == Cache::Cold && c.backend.is_sqlite() { 3 } else { 1 };
+                    let write = if matches!(c.op, Op::TrieWrite(_)) { 10 } else { 1 };
+                    let per_op = 1_000 * factor * cold * write * (1 + c.size.ilog10() as u64);
+                    let per_iteration = per_op * c.ops_per_iteration();
+                    trie_record(per_iteration * 11 / 10, per_iteration, setup)
+                }
+                Op::TrieUpgrade => Record {
+                    total: Measurement { calls: 1, instructions: c.size * 3_000, ..Default::default() },
+                    scopes: BTreeMap::from([
+                        (
+                            SAVE_SCOPE.into(),
+                            Measurement {
+                                calls: 1,
+                                instructions: c.size * 1_000,
+                                stable_memory_increase: 7,
+                                ..Default::default()
+                            },
+                        ),
+                        (
+                            LOAD_SCOPE.into(),
+                            Measurement { calls: 1, instructions: c.size * 2_000, ..Default::default() },
+                        ),
+                    ]),
+                },
+                Op::NodeStore => Record {
+                    total: Measurement::default(),
+                    scopes: PHASES
+                        .iter()
+                        .enumerate()
+                        .map(|(i, p)| {
+                            let m = Measurement {
+                                calls: 1,
+                                instructions: c.size * 1_000 * factor * (i as u64 + 1),
+                                heap_increase: 0,
+                                stable_memory_increase: if p.is_insert() { c.size / 20 } else { 0 },
+                            };
+                            (p.scope().to_string(), m)
+                        })
+                        .collect(),
+                },
+                Op::UsersOrders(_) => unreachable!(),
+            };
+            named.insert(c.name(), record);
+        }
+        Results::new(named).expect("synthetic names are cells")
+    }
+
+    fn hits(n: u64) -> Option<Hits> {
+        Some(Hits {
+            fetch_50_50: 1,
+            fetch_50_50_intended: n / 2,
+            ordered_fetch: n,
+            fetch_random: n * 63 / 100,
+            fetch_missing: 0,
+        })
+    }
+
+    #[test]
+    fn ratios_are_at_least_one_and_say_faster_or_slower() {
+        assert_eq!(versus(100.0, 123.0), "1.23x faster");
+        assert_eq!(versus(210.0, 100.0), "2.10x slower");
+        assert_eq!(versus(1004.0, 1000.0), "1.00x");
+        assert_eq!(versus(996.0, 1000.0), "1.00x");
+        assert_eq!(versus(10.0, 0.0), "–");
+        for (v, b) in [(1.0, 3.0), (3.0, 1.0), (5.0, 7.0)] {
+            let text = versus(v, b);
+            let x: f64 = text.split('x').next().unwrap().parse().unwrap();
+            assert!(x >= 1.0, "{text}");
+        }
+    }
+
+    #[test]
+    fn w_avg_per_op_divides_the_scope_by_its_calls_and_the_ops_per_iteration() {
+        let read = Cell { op: TRIE_OPS[0], size: 1_000, backend: Backend::StableBTreeMap, profile: None };
+        let write = Cell { op: TRIE_OPS[2], ..read };
+        // 30 middle iterations of 100 reads costing 4,200,000 each: 42,000 per read.
+        let named = BTreeMap::from([
+            (read.name(), trie_record(5_000_000, 4_200_000, Measurement::default())),
+            (write.name(), trie_record(90_000, 80_000, Measurement::default())),
+        ]);
+        let results = Results::new(named).unwrap();
+        assert_eq!(w_avg_per_op(&results, read.op, 1_000, read.backend), Some(42_000.0));
+        assert_eq!(avg_per_op(&results, read.op, 1_000, read.backend), Some(50_000.0));
+        assert_eq!(w_avg_per_op(&results, write.op, 1_000, write.backend), Some(80_000.0));
+        assert_eq!(w_avg_per_op(&results, read.op, 10_000, read.backend), None);
+    }
+
+    #[test]
+    fn the_dbweight_row_of_each_backend_is_its_w_avg_at_200k_keys() {
+        let results = synthetic(|_| false);
+        let weights = db_weights(&results);
+        assert_eq!(weights.iter().map(|w| w.backend).collect::<Vec<_>>(), BACKENDS.to_vec());
+        let digits = (1 + DB_WEIGHT_SIZE.ilog10()) as f64; // the synthetic cost grows with the size's digits
+        let sqlite = weights.iter().find(|w| w.backend == Backend::Sqlite).unwrap();
+        assert_eq!(sqlite.read_warm, Some(6_000.0 * digits));
+        assert_eq!(sqlite.read_cold, Some(18_000.0 * digits));
+        assert_eq!(sqlite.write_warm, Some(60_000.0 * digits));
+        let table = markdown::dbweight_table(&results);
+        assert_eq!(table.lines().count(), 2 + BACKENDS.len());
+        let row = table.lines().find(|l| l.starts_with("| `sqlite` |")).unwrap();
+        assert!(row.contains("36,000 instructions = 36,000 cycles"), "{row}");
+        assert_eq!(cycles_in_update(36_000.4), 36_000);
+    }
+
+    #[test]
+    fn a_backend_missing_at_a_size_leaves_a_gap_not_a_crash() {
+        let results = synthetic(|c| c.backend == Backend::SqliteRowid && (c.size == 10_000 || c.op == Op::NodeStore));
+        let report = generate(&results, &hits, "test", "2026-01-01");
+        let row = report.markdown.lines().find(|l| l.starts_with("| 10,000 |")).unwrap();
+        assert!(row.trim_end().ends_with("| – |"), "{row}");
+        assert!(!report.markdown.contains("| `sqlite_rowid` | 10,000 |"));
+        assert!(report.trie_svg.contains("sqlite_rowid"));
+    }
+
+    #[test]
+    fn nothing_measured_gives_not_measured_yet_lines() {
+        let report = generate(&Results::default(), &|_| None, "test", "2026-01-01");
+        assert!(report.readme_dbweight.starts_with("_Not measured yet"));
+        assert!(report.readme_nodestore.starts_with("_Not measured yet"));
+        assert!(report.markdown.contains("## Which backend for which pattern\n\n_Not measured yet"));
+        assert!(report.trie_svg.contains("not measured yet"));
+    }
+
+    #[test]
+    fn the_patterns_are_computed_from_the_numbers() {
+        let results = synthetic(|_| false);
+        let text = markdown::patterns(&results);
+        // heap map (factor 1) against stable_btreemap (factor 2): 2x; sqlite_rowid (8): 8x.
+        assert!(text.contains("`heap_btreemap` is the cheapest at 6,000 instructions per read, 2.00x faster than `stable_btreemap` (12,000) and 8.00x faster than `sqlite_rowid` (48,000)"), "{text}");
+        assert!(text.contains("**Writes, one put and its commit, cold cache** at 200,000 keys: `heap_btreemap` is the cheapest at 60,000 instructions per write"), "{text}");
+        assert!(text.contains("`heap_btreemap` (the map) at about 4,920,000 keys"), "{text}");
+        assert!(text.contains("`sqlite` 3.00x slower"), "{text}");
+        assert!(text.contains("`stable_btreemap` 1.00x"), "{text}");
+        // Upgrade at 200,000 keys: 600 M of 300 B.
+        assert!(text.contains("600.00 M instructions per upgrade"), "{text}");
+        assert!(text.contains("about 100,000,000 keys"), "{text}");
+        assert!(
+            text.contains(
+                "pays 6,000 instructions per object with one commit each and 12,000 in batches, 2.00x slower"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_nodestore_table_has_a_ratio_row_under_each_other_backend() {
+        let results = synthetic(|_| false);
+        let report = generate(&results, &hits, "test", "2026-01-01");
+        let md = &report.markdown;
+        assert_eq!(md.matches("| ↳ vs `stable_btreemap` |").count(), (BACKENDS.len() - 1) * NODESTORE_SIZES.len());
+        let sqlite = md.lines().find(|l| l.starts_with("| `sqlite` | 10,000 | 6,000 |")).unwrap();
+        assert!(sqlite.contains("| 42,000 |"), "{sqlite}");
+        assert!(md.contains("| 10,000 | 1 (0.0100%) | 10,000 (100%) | 6,300 (63.0%) | 0 (0%) | 5,000 (50.0%) |"));
+        // 500 pages per 10,000 objects: 3,277 bytes per object.
+        assert!(md.contains("| `stable_btreemap` | 10,000 | 3,277 | 3,277 | 62.5 |"), "{md}");
+    }
+
+    #[test]
+    fn setups_over_the_update_limit_are_flagged_canbench_only() {
+        let results = synthetic(|_| false);
+        let report = generate(&results, &hits, "test", "2026-01-01");
+        // sqlite_rowid at 200,000 keys: 160 B instructions of setup.
+        let row =
+            report.markdown.lines().find(|l| l.starts_with("| `sqlite_rowid` | trie setup, 200,000 keys |")).unwrap();
+        assert!(row.contains("canbench-only, needs chunked setup in production"), "{row}");
+        let small =
+            report.markdown.lines().find(|l| l.starts_with("| `heap_btreemap` | trie setup, 200 keys |")).unwrap();
+        assert!(small.ends_with("| yes |"), "{small}");
+    }
+}

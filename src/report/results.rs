@@ -1,0 +1,124 @@
+//! Measured results keyed by the grid's cells: what `canbench_results.yml` holds, checked against
+//! `stablebench_grid::cells::cells()` so that every number a report shows belongs to a known cell
+//! (a renamed or removed benchmark is an error, not a silently missing row).
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+
+use stablebench_grid::cells::{self, Backend, Cell, Op};
+
+/// One canbench measurement: a benchmark's total or one of its scopes (canbench 0.7 fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Measurement {
+    /// How many times it was entered (the trie cells: 50 timed iterations in `total`, 30 in
+    /// `w_avg`).
+    pub calls: u64,
+    /// Instructions, summed over the calls.
+    pub instructions: u64,
+    /// Heap growth, 64 KiB wasm pages.
+    pub heap_increase: u64,
+    /// Stable memory growth, 64 KiB wasm pages.
+    pub stable_memory_increase: u64,
+}
+
+/// One benchmark's record: its total and its named scopes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Record {
+    /// What `bench_fn` (or the raw bench's own accounting) measured.
+    pub total: Measurement,
+    /// The `bench_scope`s by name (`w_avg`, `setup`, `save`, `inserts`, ...).
+    pub scopes: BTreeMap<String, Measurement>,
+}
+
+impl Record {
+    /// The scope called `name`, if the benchmark recorded it.
+    pub fn scope(&self, name: &str) -> Option<&Measurement> {
+        self.scopes.get(name)
+    }
+}
+
+/// Names in a results file that are no cell of the grid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownCells(pub Vec<String>);
+
+impl fmt::Display for UnknownCells {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} result name(s) are no cell of the grid (stablebench_grid::cells::cells()): {}",
+            self.0.len(),
+            self.0.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownCells {}
+
+/// Measured records, each attached to its [`Cell`], in the grid's order.
+#[derive(Clone, Debug, Default)]
+pub struct Results {
+    records: Vec<(Cell, Record)>,
+}
+
+impl Results {
+    /// Attaches every named record to its cell (by the cell's canbench name, never by parsing the
+    /// name); fails listing every name that is not a cell.
+    pub fn new(named: BTreeMap<String, Record>) -> Result<Results, UnknownCells> {
+        let grid: HashMap<String, Cell> = cells::cells().into_iter().map(|c| (c.name(), c)).collect();
+        let unknown: Vec<String> = named.keys().filter(|n| !grid.contains_key(*n)).cloned().collect();
+        if !unknown.is_empty() {
+            return Err(UnknownCells(unknown));
+        }
+        let mut named = named;
+        let records = cells::cells().into_iter().filter_map(|c| named.remove(&c.name()).map(|r| (c, r))).collect();
+        Ok(Results { records })
+    }
+
+    /// The record of `cell`, if it was measured.
+    pub fn get(&self, cell: &Cell) -> Option<&Record> {
+        self.records.iter().find(|(c, _)| c == cell).map(|(_, r)| r)
+    }
+
+    /// The measured cell with this operation, size and backend (the key-value cells have one
+    /// profile per backend), and its record.
+    pub fn find(&self, op: Op, size: u64, backend: Backend) -> Option<(&Cell, &Record)> {
+        self.records.iter().find(|(c, _)| c.op == op && c.size == size && c.backend == backend).map(|(c, r)| (c, r))
+    }
+
+    /// Every measured cell and its record, in the grid's order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Cell, &Record)> {
+        self.records.iter().map(|(c, r)| (c, r))
+    }
+
+    /// Whether any cell matching `pred` was measured.
+    pub fn any(&self, pred: impl Fn(&Cell) -> bool) -> bool {
+        self.records.iter().any(|(c, _)| pred(c))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_that_are_no_cell_are_listed_in_the_error() {
+        let mut named = BTreeMap::new();
+        named.insert("stable_btreemap_nodestore_10k".to_string(), Record::default());
+        named.insert("sqlite_trie_read_7_warm".to_string(), Record::default());
+        named.insert("nonsense".to_string(), Record::default());
+        let err = Results::new(named).unwrap_err();
+        assert_eq!(err.0, vec!["nonsense".to_string(), "sqlite_trie_read_7_warm".to_string()]);
+        assert!(err.to_string().contains("nonsense, sqlite_trie_read_7_warm"));
+    }
+
+    #[test]
+    fn records_are_found_by_cell_not_by_name_prefix() {
+        let cell = Cell { op: Op::NodeStore, size: 10_000, backend: Backend::StableBTreeMap, profile: None };
+        let record =
+            Record { total: Measurement { calls: 1, instructions: 7, ..Default::default() }, ..Default::default() };
+        let results = Results::new(BTreeMap::from([(cell.name(), record.clone())])).unwrap();
+        assert_eq!(results.get(&cell), Some(&record));
+        assert_eq!(results.find(Op::NodeStore, 10_000, Backend::StableBTreeMap).map(|(c, _)| *c), Some(cell));
+        assert!(results.find(Op::NodeStore, 100_000, Backend::StableBTreeMap).is_none());
+    }
+}
