@@ -28,22 +28,68 @@ pub struct Measured {
     pub stable_memory_increase: u64,
 }
 
-/// Prices used for costs, with their source and date (docs/sources.md, "Prices").
-pub mod prices {
-    /// Cycles per update message execution on a 13-node application subnet.
-    pub const UPDATE_BASE_CYCLES: u64 = 5_000_000;
-    /// Cycles per instruction of an update (wasm32), 13-node subnet.
-    pub const CYCLES_PER_INSTRUCTION: u64 = 1;
-    /// USD per trillion cycles (1 T cycles = 1 XDR; 1 XDR = 1.35 USD on 2025-05-22).
-    pub const USD_PER_TRILLION_CYCLES: f64 = 1.35;
-    /// When the XDR rate was taken.
-    pub const RATE_DATE: &str = "2025-05-22";
-}
+/// Prices used for costs, with their source and date (declared once in the grid crate).
+pub use stablebench_grid::ic::prices;
 
 /// IC limits the report checks against.
-const QUERY_LIMIT: u64 = 5_000_000_000;
-const UPDATE_LIMIT: u64 = 40_000_000_000;
-const WASM_MEMORY_LIMIT_PAGES: u64 = 3 * 1024 * 1024 * 1024 / 65_536;
+const QUERY_LIMIT: u64 = stablebench_grid::ic::QUERY_INSTRUCTION_LIMIT;
+const UPDATE_LIMIT: u64 = stablebench_grid::ic::UPDATE_INSTRUCTION_LIMIT;
+const WASM_MEMORY_LIMIT_PAGES: u64 =
+    stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES / stablebench_grid::ic::WASM_PAGE_BYTES;
+
+/// The grid at a glance, for the README: per workload and operation, the backends, sizes and
+/// settings it runs with and how many cells that makes, all counted from
+/// `stablebench_grid::cells::cells()`.
+pub fn grid_table() -> String {
+    use stablebench_grid::cells::{cells, size_label, Cell};
+    let all = cells();
+    // Group cells by (workload, operation) in grid order.
+    let mut groups: Vec<(String, Vec<Cell>)> = Vec::new();
+    for c in &all {
+        let key = format!("{} | `{}`", c.workload().name(), c.op_name());
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(*c),
+            None => groups.push((key, vec![*c])),
+        }
+    }
+    let mut t =
+        String::from("| workload | operation | backends | sizes | settings | cells |\n|---|---|---|---|---|---:|\n");
+    let uniq = |v: Vec<String>| -> String {
+        let mut out: Vec<String> = Vec::new();
+        for x in v {
+            if !out.contains(&x) {
+                out.push(x);
+            }
+        }
+        out.join(", ")
+    };
+    // The users/orders steps: one row for the nine, with the profile count.
+    let (uo, kv): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, v)| v[0].profile.is_some() && v[0].size == 0);
+    if !uo.is_empty() {
+        let n: usize = uo.iter().map(|(_, v)| v.len()).sum();
+        let profiles =
+            uniq(uo.iter().flat_map(|(_, v)| v.iter().map(|c| c.profile.map_or("", |p| p.name).to_string())).collect());
+        let _ = writeln!(
+            t,
+            "| users_orders | the {} reference steps | `sqlite` | reference (100k users, 1M orders) | {} pragma profiles | {n} |",
+            uo.len(),
+            profiles.split(", ").count()
+        );
+    }
+    for (key, v) in kv {
+        let backends = uniq(v.iter().map(|c| format!("`{}`", c.backend.name())).collect());
+        let sizes = uniq(v.iter().map(|c| size_label(c.size)).collect());
+        let settings = uniq(v.iter().filter_map(|c| c.profile.map(|p| format!("`{}` (SQLite)", p.name))).collect());
+        let _ = writeln!(
+            t,
+            "| {key} | {backends} | {sizes} | {} | {} |",
+            if settings.is_empty() { "-" } else { &settings },
+            v.len()
+        );
+    }
+    let _ = writeln!(t, "| **all** | | | | | **{}** |", all.len());
+    t
+}
 
 /// The generated documents.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -138,7 +138,8 @@ fn kv_len(backend: KvBackend) -> Result<u64, Error> {
     })
 }
 
-/// Writes entries `offset .. offset + count` of the trie benchmark's data set of `size` keys
+/// Writes entries `offset .. offset + count` of the trie benchmark's data set of `size` keys (a
+/// multiple of 100, at least 200)
 /// (random 32-byte keys, Kusama-distributed values, seed 50; each entry's warm-up twin with it)
 /// into `backend`, 500 entries per transaction, until the instruction budget (default 30 B) is
 /// used; call again from `next_offset` until `complete`. Entries are a function of their index,
@@ -148,18 +149,13 @@ fn kv_len(backend: KvBackend) -> Result<u64, Error> {
 fn kv_load(backend: KvBackend, size: u64, offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
     require_controller()?;
     let meter = update_budget(budget)?;
-    if size < 100 || size % 100 != 0 || size > 100_000_000 {
-        return Err(Error::InvalidArgument {
-            message: format!("size {size}: the data set has a multiple of 100 keys, 100 ..= 100,000,000"),
-        });
-    }
+    let data = TrieDataset::new(size, KV_SEED)?;
     if count == 0 || offset >= size {
         return Err(Error::InvalidArgument {
             message: format!("offset {offset} and count {count}: need count >= 1 and offset < {size}"),
         });
     }
     let end = offset.saturating_add(count).min(size);
-    let data = TrieDataset { size, seed: KV_SEED };
     with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, &meter))
 }
 

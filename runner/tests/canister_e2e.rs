@@ -7,7 +7,7 @@ use common::{code, decode, integrity_ok, sql, unit};
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
 use stablebench::query::{Rows, Value};
-use stablebench_canister::{Batch, Deleted, Error, IndexProgress, Stats};
+use stablebench_canister::{Batch, Deleted, Error, IndexProgress, KvBackend, Stats};
 use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Reject};
 use stablebench_runner::host::Trap;
 
@@ -205,4 +205,61 @@ fn a_result_too_large_for_one_reply_is_an_error_not_a_trap() {
         other => panic!("expected ReplyTooLarge, got {:?}", other.map(|r| r.rows.len())),
     }
     assert_eq!(count(&mut c, "SELECT count(*) FROM users"), 40_000);
+}
+
+fn kv_get(c: &mut Canister, backend: KvBackend, key: &[u8]) -> Result<Option<Vec<u8>>, Error> {
+    call(c, "kv_get", &candid::encode_args((backend, key.to_vec())).unwrap(), Principal::anonymous(), true)
+}
+
+fn kv_len(c: &mut Canister, backend: KvBackend) -> u64 {
+    call::<Result<u64, Error>>(c, "kv_len", &candid::encode_one(backend).unwrap(), Principal::anonymous(), true)
+        .expect("kv_len")
+}
+
+const KV_BACKENDS: [KvBackend; 4] =
+    [KvBackend::Sqlite, KvBackend::SqliteRowid, KvBackend::StableBTreeMap, KvBackend::HeapBTreeMap];
+
+/// Checks that every key-value backend stores, returns and keeps values across two upgrades,
+/// that writes are for controllers only and bad keys are refused, and that a resumed or repeated
+/// `kv_load` never duplicates a key.
+#[test]
+fn every_key_value_backend_keeps_its_values_across_upgrades_and_refuses_bad_calls() {
+    let mut c = install(Limits::PRODUCTION);
+    let data = stablebench::kv::gen::TrieDataset::new(1_000, 50).unwrap();
+    for b in KV_BACKENDS {
+        // Before any write the SQLite tables do not exist: reads answer "nothing", not an error.
+        assert_eq!(kv_get(&mut c, b, &[1; 32]), Ok(None), "{b:?}");
+        assert_eq!(kv_len(&mut c, b), 0);
+        // Loaded in two calls, the second repeated (a retry): every key exactly once.
+        for (offset, count) in [(0u64, 400u64), (400, 600), (400, 600)] {
+            let arg = candid::encode_args((b, 1_000u64, offset, count, None::<u64>)).unwrap();
+            let batch: Batch = update::<Result<Batch, Error>>(&mut c, "kv_load", &arg).expect("kv_load");
+            assert_eq!((batch.next_offset, batch.complete), (offset + count, offset + count == 1_000));
+        }
+        assert_eq!(kv_len(&mut c, b), data.len(), "{b:?}: 1,000 entries and their 100 warm-ups");
+        let put = |key: Vec<u8>, value: &[u8]| candid::encode_args((b, key, value.to_vec())).unwrap();
+        update::<Result<(), Error>>(&mut c, "kv_put", &put(vec![7; 32], b"seven")).expect("kv_put");
+        // Strangers cannot write; a key that is not 32 bytes is refused; nothing changes.
+        let stranger = Principal::from_slice(&[9; 29]);
+        let refused: Result<(), Error> = call(&mut c, "kv_put", &put(vec![8; 32], b"x"), stranger, false);
+        assert!(matches!(refused, Err(Error::NotController { .. })), "{refused:?}");
+        let short: Result<(), Error> = update(&mut c, "kv_put", &put(vec![8; 31], b"x"));
+        assert!(matches!(short, Err(Error::InvalidArgument { .. })), "{short:?}");
+        assert!(matches!(kv_get(&mut c, b, &[8; 33]), Err(Error::InvalidArgument { .. })));
+        assert_eq!(kv_len(&mut c, b), data.len() + 1);
+    }
+    for _ in 0..2 {
+        let out = c.upgrade(code(), &unit());
+        assert!(out.result.is_ok(), "upgrade: {:?}", out.result);
+        for b in KV_BACKENDS {
+            assert_eq!(kv_get(&mut c, b, &[7; 32]), Ok(Some(b"seven".to_vec())), "{b:?} after an upgrade");
+            let (key, value) = &data.query_keys()[3];
+            assert_eq!(kv_get(&mut c, b, key), Ok(Some(value.clone())));
+            assert_eq!(kv_len(&mut c, b), data.len() + 1);
+        }
+    }
+    // A bad data-set size is refused with the rule.
+    let bad: Result<Batch, Error> =
+        update(&mut c, "kv_load", &candid::encode_args((KvBackend::Sqlite, 150u64, 0u64, 10u64, None::<u64>)).unwrap());
+    assert!(matches!(bad, Err(Error::InvalidArgument { .. })), "{bad:?}");
 }

@@ -6,7 +6,7 @@
 //! caches, reads the 100 warm-up keys untimed — as Substrate does, so the top of the structure is
 //! warm while the queried leaves are not — and measures:
 //! - [`read`]: the 100 query keys, one sample per 100 reads;
-//! - [`write`]: one `put` of a fresh 128-byte entry (one transaction: the write and its commit).
+//! - [`write()`]: one `put` of a fresh 128-byte entry (one transaction: the write and its commit).
 //!
 //! Every result is checked after the timed part, and a write is undone (`remove`) before the next
 //! iteration, so every iteration starts from the loaded state as Substrate's runs start from the
@@ -32,7 +32,7 @@ pub const TRIMMED: Range<usize> = 10..40;
 /// [`KvStore::put_batch`]. Returns the entries written (warm-ups included). A full load is
 /// `load(store, data, 0..data.size, batch)`; a load split over several messages resumes with the
 /// next range. Setup: never measured.
-pub fn load<S: KvStore>(store: &mut S, data: &TrieDataset, range: Range<u64>, batch: usize) -> Result<u64> {
+pub fn load<S: KvStore + ?Sized>(store: &mut S, data: &TrieDataset, range: Range<u64>, batch: usize) -> Result<u64> {
     data.validate()?;
     if batch == 0 {
         return Err(Error::InvalidArgument("trie load: batch must be at least 1".into()));
@@ -109,7 +109,12 @@ fn mean(values: &[u64]) -> f64 {
 /// checked), then time the 100 query-key reads; the values are checked after the timed part.
 /// Returns one sample per iteration (100 reads each). Fails with [`Error::WrongResult`] if any
 /// read returns a value other than the dataset's.
-pub fn read<S: KvStore, P: Probe>(store: &mut S, data: &TrieDataset, cold: bool, probe: &P) -> Result<Samples> {
+pub fn read<S: KvStore + ?Sized, P: Probe>(
+    store: &mut S,
+    data: &TrieDataset,
+    cold: bool,
+    probe: &P,
+) -> Result<Samples> {
     data.validate()?;
     let warmups = data.warmup_keys();
     let queries = data.query_keys();
@@ -142,7 +147,12 @@ pub fn read<S: KvStore, P: Probe>(store: &mut S, data: &TrieDataset, cold: bool,
 /// included). Untimed afterwards: the entry must read back, and it is removed again, so the store
 /// ends as it began. Fails with [`Error::WrongResult`] if a value is wrong or the entry is not
 /// there to remove.
-pub fn write<S: KvStore, P: Probe>(store: &mut S, data: &TrieDataset, cold: bool, probe: &P) -> Result<Samples> {
+pub fn write<S: KvStore + ?Sized, P: Probe>(
+    store: &mut S,
+    data: &TrieDataset,
+    cold: bool,
+    probe: &P,
+) -> Result<Samples> {
     data.validate()?;
     let warmups = data.warmup_keys();
     let mut samples = Vec::with_capacity(ITERATIONS);
@@ -167,7 +177,12 @@ pub fn write<S: KvStore, P: Probe>(store: &mut S, data: &TrieDataset, cold: bool
 }
 
 /// Reads every warm-up key and checks its value (untimed).
-fn warm_up<S: KvStore>(store: &mut S, warmups: &[(Key, Vec<u8>)], bench: &str, iteration: usize) -> Result<()> {
+fn warm_up<S: KvStore + ?Sized>(
+    store: &mut S,
+    warmups: &[(Key, Vec<u8>)],
+    bench: &str,
+    iteration: usize,
+) -> Result<()> {
     for (i, (key, expected)) in warmups.iter().enumerate() {
         check(bench, iteration, "warm-up key", i, store.get(key)?.as_deref(), expected)?;
     }

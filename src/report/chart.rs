@@ -217,7 +217,7 @@ fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
             let phase_label = |x: &f64| {
                 let i = x.round();
                 match PHASES.get(i as usize) {
-                    Some(p) if (x - i).abs() < 1e-6 && i >= 0.0 => p.short_label().to_string(),
+                    Some(p) if (x - i).abs() < 1e-6 && i >= 0.0 => p.short_title().to_string(),
                     _ => String::new(),
                 }
             };

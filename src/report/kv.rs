@@ -122,26 +122,9 @@ pub fn db_weights(results: &Results) -> Vec<DbWeight> {
         .collect()
 }
 
-/// A phase of rippled's NodeStore timing test, as a canbench scope of a NodeStore cell.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Phase {
-    /// N single `store`s (one commit each).
-    Inserts,
-    /// N objects stored in batches (one commit per batch).
-    BatchInsert,
-    /// N fetches "twice the range of insert", as rippled codes it (almost all miss).
-    Fetch5050,
-    /// The N inserted objects fetched in insertion order.
-    OrderedFetch,
-    /// N fetches of the batch's key range in another order.
-    FetchRandom,
-    /// N fetches of keys never stored.
-    FetchMissing,
-    /// Fetch 50/50 over the range rippled intended (half hits): an addition, reported last.
-    Fetch5050Intended,
-}
+pub use crate::kv::nodestore::{Hits, Phase};
 
-/// The phases in rippled v2's column order, then the intended 50/50.
+/// The phases in rippled v2's column order, then the intended 50/50 (an addition, reported last).
 pub const PHASES: [Phase; 7] = [
     Phase::Inserts,
     Phase::BatchInsert,
@@ -152,93 +135,17 @@ pub const PHASES: [Phase; 7] = [
     Phase::Fetch5050Intended,
 ];
 
-impl Phase {
-    /// The canbench scope name (the canister's `bench_scope`).
-    pub const fn scope(self) -> &'static str {
-        match self {
-            Phase::Inserts => "inserts",
-            Phase::BatchInsert => "batch_insert",
-            Phase::Fetch5050 => "fetch_50_50",
-            Phase::OrderedFetch => "ordered_fetch",
-            Phase::FetchRandom => "fetch_random",
-            Phase::FetchMissing => "fetch_missing",
-            Phase::Fetch5050Intended => "fetch_50_50_intended",
-        }
-    }
-
-    /// rippled's column title.
-    pub const fn label(self) -> &'static str {
-        match self {
-            Phase::Inserts => "Inserts",
-            Phase::BatchInsert => "Batch Insert",
-            Phase::Fetch5050 => "Fetch 50/50",
-            Phase::OrderedFetch => "Ordered Fetch",
-            Phase::FetchRandom => "Fetch Random",
-            Phase::FetchMissing => "Fetch Missing",
-            Phase::Fetch5050Intended => "Fetch 50/50 (intended)",
-        }
-    }
-
-    /// A short name for chart axes.
-    pub const fn short_label(self) -> &'static str {
-        match self {
-            Phase::Inserts => "Inserts",
-            Phase::BatchInsert => "Batch",
-            Phase::Fetch5050 => "50/50",
-            Phase::OrderedFetch => "Ordered",
-            Phase::FetchRandom => "Random",
-            Phase::FetchMissing => "Missing",
-            Phase::Fetch5050Intended => "50/50 intended",
-        }
-    }
-
-    /// Whether the phase stores objects (the others fetch).
-    pub const fn is_insert(self) -> bool {
-        matches!(self, Phase::Inserts | Phase::BatchInsert)
-    }
-
-    /// This phase's hits in `hits` (`None` for the insert phases).
-    pub const fn hits(self, hits: &Hits) -> Option<u64> {
-        match self {
-            Phase::Inserts | Phase::BatchInsert => None,
-            Phase::Fetch5050 => Some(hits.fetch_50_50),
-            Phase::OrderedFetch => Some(hits.ordered_fetch),
-            Phase::FetchRandom => Some(hits.fetch_random),
-            Phase::FetchMissing => Some(hits.fetch_missing),
-            Phase::Fetch5050Intended => Some(hits.fetch_50_50_intended),
-        }
-    }
-}
-
-/// How many fetches of each fetch phase find their object, for a NodeStore run of `n` objects.
-/// These are exact counts from the data generator (`stablebench::kv::nodestore::expected(n,
-/// seed)`, which the canister's benchmark also checks its run against), not measurements; the
-/// caller passes them in so the report does not depend on the generator.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Hits {
-    /// Fetch 50/50 as rippled codes it.
-    pub fetch_50_50: u64,
-    /// Fetch 50/50 over the intended range.
-    pub fetch_50_50_intended: u64,
-    /// Ordered Fetch (every inserted object).
-    pub ordered_fetch: u64,
-    /// Fetch Random.
-    pub fetch_random: u64,
-    /// Fetch Missing (0 when the generator is right).
-    pub fetch_missing: u64,
-}
-
 /// Instructions per operation of a NodeStore phase: the scope over the cell's `n` objects.
 pub fn phase_per_op(results: &Results, backend: Backend, n: u64, phase: Phase) -> Option<f64> {
     let (cell, record) = results.find(Op::NodeStore, n, backend)?;
-    let m = record.scope(phase.scope())?;
+    let m = record.scope(phase.name())?;
     (cell.size > 0).then(|| m.instructions as f64 / cell.size as f64)
 }
 
 /// Stable memory bytes per object an insert phase added (its scope's growth over `n` objects).
 pub fn phase_stable_bytes_per_object(results: &Results, backend: Backend, n: u64, phase: Phase) -> Option<f64> {
     let (cell, record) = results.find(Op::NodeStore, n, backend)?;
-    let m = record.scope(phase.scope())?;
+    let m = record.scope(phase.name())?;
     (cell.size > 0).then(|| (m.stable_memory_increase * ic::WASM_PAGE_BYTES) as f64 / cell.size as f64)
 }
 
@@ -418,7 +325,7 @@ mod tests {
                                 heap_increase: 0,
                                 stable_memory_increase: if p.is_insert() { c.size / 20 } else { 0 },
                             };
-                            (p.scope().to_string(), m)
+                            (p.name().to_string(), m)
                         })
                         .collect(),
                 },

@@ -1,4 +1,6 @@
 //! Shared by the end-to-end tests: the production wasm, loaded once per test binary.
+// Each test binary includes this module and uses a different part of it.
+#![allow(dead_code)]
 
 use std::sync::{Arc, OnceLock};
 

@@ -304,7 +304,7 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
     );
     md.push_str("| backend | N |");
     for p in PHASES {
-        let _ = write!(md, " {} |", p.label());
+        let _ = write!(md, " {} |", p.title());
     }
     md.push_str("\n|---|---:|");
     md.push_str(&"---:|".repeat(PHASES.len()));
@@ -345,7 +345,7 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
             let pages: u64 = PHASES
                 .iter()
                 .filter(|p| p.is_insert())
-                .filter_map(|p| r.scope(p.scope()).map(|m| m.stable_memory_increase))
+                .filter_map(|p| r.scope(p.name()).map(|m| m.stable_memory_increase))
                 .sum();
             let _ = writeln!(
                 md,
@@ -367,7 +367,7 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
     let fetches: Vec<Phase> = PHASES.into_iter().filter(|p| !p.is_insert()).collect();
     let _ = write!(md, "| N |");
     for p in &fetches {
-        let _ = write!(md, " {} |", p.label());
+        let _ = write!(md, " {} |", p.title());
     }
     md.push_str("\n|---:|");
     md.push_str(&"---:|".repeat(fetches.len()));
@@ -394,7 +394,7 @@ pub(super) fn nodestore_summary(results: &Results) -> String {
     let mut t = String::from("| backend | N |");
     let phases = &PHASES[..6];
     for p in phases {
-        let _ = write!(t, " {} |", p.label());
+        let _ = write!(t, " {} |", p.title());
     }
     t.push_str("\n|---|---:|");
     t.push_str(&"---:|".repeat(phases.len()));
@@ -515,7 +515,7 @@ fn budget_section(md: &mut String, results: &Results) {
         for b in BACKENDS {
             let Some((_, r)) = results.find(Op::NodeStore, n, b) else { continue };
             for p in PHASES {
-                let Some(m) = r.scope(p.scope()) else { continue };
+                let Some(m) = r.scope(p.name()) else { continue };
                 phases += 1;
                 if m.instructions <= update {
                     continue;
@@ -524,7 +524,7 @@ fn budget_section(md: &mut String, results: &Results) {
                     rows,
                     "| `{}` | NodeStore {}, N = {} | {} | {} | {} | {} |",
                     b.name(),
-                    p.label(),
+                    p.title(),
                     grouped(n),
                     human(m.instructions),
                     mib(m.heap_increase),
