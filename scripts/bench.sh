@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The README's benchmark command: builds the bench wasm and the offline runner, then runs the
-# nine benchmarks like canbench 0.7 does, on wasmtime with the IC's instruction accounting, and
-# prints canbench's report plus the production-limits table.
+# The README's benchmark command: builds the bench wasm and the offline runner, then runs every
+# benchmark of the grid (or those whose name contains PATTERN) like canbench 0.7 does, on
+# wasmtime with the IC's instruction accounting, and prints canbench's report plus the production-limits table.
 #
 #   scripts/bench.sh [PATTERN] [--persist] [--csv] [--noise-threshold P] [--less-verbose] ...
 #   STABLEBENCH_BACKEND=canbench scripts/bench.sh ...   # real canbench on PocketIC instead

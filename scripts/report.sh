@@ -2,7 +2,9 @@
 # Regenerates the reports from canbench_results.yml: the pragma guide's docs/results.md and its
 # heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
 # docs/kv_nodestore.svg, and the README's generated tables (results, profiles, pragmas,
-# benchmarks, DbWeight, NodeStore).
+# benchmarks, grid, DbWeight, NodeStore), then measures one call per key-value backend on the
+# production wasm (runner/tests/per_call.rs: per_call_results.yml and the README's per-call table,
+# which quotes the benchmarks' numbers next to it).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
 #
 #   scripts/report.sh            # dated today
@@ -13,4 +15,6 @@ ensure_rust
 export STABLEBENCH_REGENERATE_README=1
 export STABLEBENCH_RESULTS_DATE=${STABLEBENCH_RESULTS_DATE:-$(date -u +%F)}
 cargo test --locked --release --test readme >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+[ -f "$OUT_DIR/stablebench.wasm" ] || "$ROOT/scripts/build.sh" production
+STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"

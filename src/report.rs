@@ -41,7 +41,7 @@ const WASM_MEMORY_LIMIT_PAGES: u64 =
 /// settings it runs with and how many cells that makes, all counted from
 /// `stablebench_grid::cells::cells()`.
 pub fn grid_table() -> String {
-    use stablebench_grid::cells::{cells, size_label, Cell};
+    use stablebench_grid::cells::{cells, size_label, Cell, Workload};
     let all = cells();
     // Group cells by (workload, operation) in grid order.
     let mut groups: Vec<(String, Vec<Cell>)> = Vec::new();
@@ -64,16 +64,20 @@ pub fn grid_table() -> String {
         out.join(", ")
     };
     // The users/orders steps: one row for the nine, with the profile count.
-    let (uo, kv): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, v)| v[0].profile.is_some() && v[0].size == 0);
+    let (uo, kv): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, v)| v[0].workload() == Workload::UsersOrders);
     if !uo.is_empty() {
-        let n: usize = uo.iter().map(|(_, v)| v.len()).sum();
-        let profiles =
-            uniq(uo.iter().flat_map(|(_, v)| v.iter().map(|c| c.profile.map_or("", |p| p.name).to_string())).collect());
+        let cells: Vec<&Cell> = uo.iter().flat_map(|(_, v)| v.iter()).collect();
+        let backends = uniq(cells.iter().map(|c| format!("`{}`", c.backend.name())).collect());
+        let profiles = uniq(cells.iter().filter_map(|c| c.profile.map(|p| p.name.to_string())).collect());
+        let sizes = Sizes::REFERENCE;
         let _ = writeln!(
             t,
-            "| users_orders | the {} reference steps | `sqlite` | reference (100k users, 1M orders) | {} pragma profiles | {n} |",
+            "| users_orders | the {} reference steps | {backends} | {} users, {} orders | {} pragma profiles | {} |",
             uo.len(),
-            profiles.split(", ").count()
+            grouped(sizes.users),
+            grouped(sizes.orders),
+            profiles.split(", ").count(),
+            cells.len()
         );
     }
     for (key, v) in kv {
@@ -119,15 +123,6 @@ pub struct Standing {
     pub total: u64,
     /// Largest heap growth of a benchmark, pages.
     pub max_heap_pages: u64,
-}
-
-/// Splits `sqlite_select_join_1m_page_8k` into its benchmark and profile (the inverse of
-/// [`Bench::profiled_name`]).
-pub fn split_name(name: &str) -> Option<(Bench, Profile)> {
-    BENCHES.iter().find_map(|b| {
-        let rest = name.strip_prefix(b.name())?.strip_prefix('_')?;
-        Profile::by_name(rest).map(|p| (*b, p))
-    })
 }
 
 /// Rows a benchmark inserts, for stable bytes per row.
@@ -180,7 +175,7 @@ pub(crate) fn ratio_text(r: f64, decimals: usize, same: &str) -> String {
 }
 
 fn mib(pages: u64) -> String {
-    format!("{:.1}", pages as f64 * 65_536.0 / 1_048_576.0)
+    format!("{:.1}", (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0)
 }
 
 fn usd(cycles: u64) -> String {
@@ -323,8 +318,9 @@ pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str)
         let (reference, floor) = (get(*b, &REFERENCE), get(*b, &MEMORY));
         for p in PROFILES.iter() {
             let Some(m) = get(*b, p) else { continue };
-            let per_row = rows_inserted(*b)
-                .map_or("-".to_string(), |n| format!("{:.1}", m.stable_memory_increase as f64 * 65_536.0 / n as f64));
+            let per_row = rows_inserted(*b).map_or("-".to_string(), |n| {
+                format!("{:.1}", (m.stable_memory_increase * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / n as f64)
+            });
             let cycles = prices::UPDATE_BASE_CYCLES + prices::CYCLES_PER_INSTRUCTION * m.instructions;
             let yes = |ok: bool| if ok { "yes" } else { "**no**" };
             let _ = writeln!(
@@ -407,19 +403,6 @@ fn heatmap(results: &BTreeMap<String, Measured>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_split_into_benchmark_and_profile() {
-        assert_eq!(
-            split_name("sqlite_select_join_1m_page_8k").map(|(b, p)| (b, p.name)),
-            Some((Bench::SelectJoin, "page_8k"))
-        );
-        assert_eq!(
-            split_name("sqlite_insert_orders_1m_indexed_reference").map(|(b, p)| (b, p.name)),
-            Some((Bench::InsertOrders1mIndexed, "reference"))
-        );
-        assert!(split_name("sqlite_select_join_1m_nonsense").is_none());
-    }
 
     #[test]
     fn ratios_and_numbers_read_as_people_write_them() {

@@ -12,7 +12,7 @@ use std::cell::{Cell as Flag, RefCell};
 
 use candid::{CandidType, Deserialize};
 use ic_stable_structures::memory_manager::VirtualMemory;
-use ic_stable_structures::DefaultMemoryImpl;
+use ic_stable_structures::{DefaultMemoryImpl, Memory};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::heap::HeapKv;
 use stablebench::kv::sqlite::{self, Layout, SqliteKv};
@@ -21,15 +21,18 @@ use stablebench::kv::{trie, Key, KvStore};
 use stablebench::Meter;
 use stablebench_grid::cells::Backend;
 use stablebench_grid::ic::memory_ids;
+use stablebench_grid::KV_SEED;
 
-use crate::limits::InstructionBudget;
+use crate::limits::{InstructionBudget, QUERY_BUDGET};
 use crate::{db, require_controller, update_budget, Batch, Error};
-
-/// The seed of the data `kv_load` writes: the same data set the trie benchmarks load.
-pub const KV_SEED: u64 = 50;
 
 /// Entries per transaction (and between two budget checks) in `kv_load`.
 const LOAD_CHUNK: u64 = 500;
+
+/// The heap map stops taking writes when the heap passes half the default `wasm_memory_limit`:
+/// `post_upgrade` reads the snapshot into a buffer and builds the map from it, so it needs
+/// about twice the map's size; past this the canister could not be upgraded any more.
+const HEAP_MAP_CEILING_BYTES: u64 = stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES / 2;
 
 /// A key-value backend, as Candid names it.
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +49,17 @@ pub enum KvBackend {
     /// `BTreeMap` in the heap, saved across upgrades.
     #[serde(rename = "heap_btreemap")]
     HeapBTreeMap,
+}
+
+impl From<Backend> for KvBackend {
+    fn from(b: Backend) -> KvBackend {
+        match b {
+            Backend::Sqlite => KvBackend::Sqlite,
+            Backend::SqliteRowid => KvBackend::SqliteRowid,
+            Backend::StableBTreeMap => KvBackend::StableBTreeMap,
+            Backend::HeapBTreeMap => KvBackend::HeapBTreeMap,
+        }
+    }
 }
 
 impl From<KvBackend> for Backend {
@@ -67,14 +81,6 @@ thread_local! {
     static TABLES: [Flag<bool>; 2] = const { [Flag::new(false), Flag::new(false)] };
 }
 
-fn layout(backend: KvBackend) -> Option<Layout> {
-    match backend {
-        KvBackend::Sqlite => Some(Layout::WithoutRowid),
-        KvBackend::SqliteRowid => Some(Layout::Rowid),
-        _ => None,
-    }
-}
-
 fn table_flag(layout: Layout) -> usize {
     match layout {
         Layout::WithoutRowid => 0,
@@ -83,13 +89,15 @@ fn table_flag(layout: Layout) -> usize {
 }
 
 /// Runs `f` on `backend`. With `create`, a missing SQLite table is created first (updates);
-/// without, `f` gets `None` when it does not exist (queries, which cannot create it).
+/// without, `f` gets `None` when it does not exist (queries, which cannot create it), and SQLite
+/// reads run under the query budget (a `count(*)` over a large table stops with
+/// `InstructionLimit` instead of trapping at the 5 B limit).
 fn with_store<T>(
     backend: KvBackend,
     create: bool,
     f: impl FnOnce(Option<&mut dyn KvStore>) -> stablebench::Result<T>,
 ) -> Result<T, Error> {
-    Ok(match layout(backend) {
+    Ok(match Layout::of(backend.into()) {
         Some(layout) => db::with_conn(|conn| {
             let known = TABLES.with(|t| t[table_flag(layout)].get());
             if !known {
@@ -100,11 +108,41 @@ fn with_store<T>(
                 }
                 TABLES.with(|t| t[table_flag(layout)].set(true));
             }
-            f(Some(&mut SqliteKv::new(conn, layout)))
+            let mut store = SqliteKv::new(conn, layout);
+            if create {
+                f(Some(&mut store))
+            } else {
+                stablebench::jobs::guarded(conn, &InstructionBudget(QUERY_BUDGET), || f(Some(&mut store)))
+            }
         })?,
         None if backend == KvBackend::StableBTreeMap => STABLE.with_borrow_mut(|s| f(Some(s)))?,
+        None if create && crate::memory::heap_bytes() > HEAP_MAP_CEILING_BYTES => {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "the heap is over {} bytes: the heap map takes no more writes, because reading it back in \
+                     post_upgrade needs about as much heap again and the canister could no longer be upgraded",
+                    HEAP_MAP_CEILING_BYTES
+                ),
+            })
+        }
         None => HEAP.with_borrow_mut(|h| f(Some(h)))?,
     })
+}
+
+/// Opens every backend once per instance (`init`, `post_upgrade`): the `StableBTreeMap`'s header
+/// is read and the SQLite tables looked up here, in an update context, because queries cannot
+/// keep anything in the heap and would otherwise repeat both on every call until an update ran.
+pub fn open() {
+    STABLE.with(|_| ());
+    if let Err(e) = db::with_conn(|conn| -> stablebench::Result<()> {
+        for layout in Layout::ALL {
+            let present = sqlite::exists(conn, layout)?;
+            TABLES.with(|t| t[table_flag(layout)].set(present));
+        }
+        Ok(())
+    }) {
+        ic_cdk::trap(format!("looking up the key-value tables: {e}"));
+    }
 }
 
 fn key(bytes: &[u8]) -> Result<Key, Error> {
@@ -139,10 +177,9 @@ fn kv_len(backend: KvBackend) -> Result<u64, Error> {
 }
 
 /// Writes entries `offset .. offset + count` of the trie benchmark's data set of `size` keys (a
-/// multiple of 100, at least 200)
-/// (random 32-byte keys, Kusama-distributed values, seed 50; each entry's warm-up twin with it)
-/// into `backend`, 500 entries per transaction, until the instruction budget (default 30 B) is
-/// used; call again from `next_offset` until `complete`. Entries are a function of their index,
+/// multiple of 100, at least 200; random 32-byte keys, Kusama-distributed values, seed 50; each
+/// entry's warm-up twin with it) into `backend`, in chunks of 500 entries (one SQLite transaction
+/// each), until the instruction budget (default 30 B) is used; call again from `next_offset` until `complete`. Entries are a function of their index,
 /// so a repeated call rewrites the same values: retries and resumes never duplicate. Controllers
 /// only.
 #[ic_cdk::update]
@@ -159,7 +196,10 @@ fn kv_load(backend: KvBackend, size: u64, offset: u64, count: u64, budget: Optio
     with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, &meter))
 }
 
-/// Loads entries `offset..end` chunk by chunk until `meter` runs out.
+/// Loads entries `offset..end` chunk by chunk until `meter` runs out. A chunk is one SQLite
+/// transaction; if one fails after earlier chunks were committed, the call traps, so that the IC
+/// discards the whole message and the backend is as it was before the call (a failed update loses
+/// nothing and keeps nothing).
 fn load(
     store: &mut dyn KvStore,
     data: &TrieDataset,
@@ -170,8 +210,11 @@ fn load(
     let mut next = offset;
     while next < end && !meter.exhausted() {
         let stop = (next + LOAD_CHUNK).min(end);
-        trie::load(store, data, next..stop, LOAD_CHUNK as usize)?;
-        next = stop;
+        match trie::load(store, data, next..stop, LOAD_CHUNK as usize) {
+            Ok(_) => next = stop,
+            Err(e) if next == offset => return Err(e),
+            Err(e) => ic_cdk::trap(format!("kv_load failed after entries {offset}..{next} were written: {e}")),
+        }
     }
     Ok(Batch { inserted: next - offset, next_offset: next, complete: next >= end })
 }
@@ -179,6 +222,10 @@ fn load(
 /// Writes the heap map to stable memory (`pre_upgrade`).
 pub fn save_heap() {
     let memory = db::memory(memory_ids::HEAP_BTREEMAP_SNAPSHOT);
+    // A map that was never used needs no snapshot (and would take an 8 MiB bucket for nothing).
+    if memory.size() == 0 && HEAP.with_borrow(|h| h.map().is_empty()) {
+        return;
+    }
     if let Err(e) = HEAP.with_borrow(|h| h.save(&memory)) {
         ic_cdk::trap(format!("saving the heap map before the upgrade: {e}"));
     }

@@ -188,6 +188,7 @@ fn open_with(args: Option<InitArgs>, fallback: Profile) {
 #[ic_cdk::init]
 fn init(args: Option<InitArgs>) {
     open_with(args, pragma::DEFAULT);
+    kv::open();
 }
 
 #[ic_cdk::pre_upgrade]
@@ -199,6 +200,7 @@ fn pre_upgrade() {
 #[ic_cdk::post_upgrade]
 fn post_upgrade(args: Option<InitArgs>) {
     open_with(args, active_profile());
+    kv::open();
     kv::load_heap();
 }
 
@@ -292,7 +294,7 @@ fn add_orders(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Err
 /// refused with the remedy (create indexes before loading). Controllers only.
 #[ic_cdk::update]
 fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
-    budgeted_job(budget, |conn, meter| jobs::create_indexes(conn, meter))
+    budgeted_job(budget, jobs::create_indexes)
 }
 
 /// Deletes the orders of users `1 ..= max_user_id` (`DELETE FROM orders WHERE user_id <= ?`),
@@ -386,7 +388,7 @@ mod memory {
     pub fn stable_bytes() -> u64 {
         #[cfg(target_arch = "wasm32")]
         {
-            ic_cdk::stable::stable_size() * 65_536
+            ic_cdk::stable::stable_size() * stablebench_grid::ic::WASM_PAGE_BYTES
         }
         #[cfg(not(target_arch = "wasm32"))]
         {
@@ -398,7 +400,7 @@ mod memory {
     pub fn heap_bytes() -> u64 {
         #[cfg(target_arch = "wasm32")]
         {
-            core::arch::wasm32::memory_size(0) as u64 * 65_536
+            core::arch::wasm32::memory_size(0) as u64 * stablebench_grid::ic::WASM_PAGE_BYTES
         }
         #[cfg(not(target_arch = "wasm32"))]
         {

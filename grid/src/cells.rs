@@ -96,7 +96,8 @@ pub enum Op {
     /// The heap map's upgrade: writing the whole map to stable memory (`pre_upgrade`) and reading
     /// it back (`post_upgrade`), at the trie workload's sizes.
     TrieUpgrade,
-    /// rippled's NodeStore timing test: six phases on one store, each a `bench_scope`.
+    /// rippled's NodeStore timing test: its six phases on one store, plus the intended 50/50
+    /// fetch, each a `bench_scope`.
     NodeStore,
 }
 

@@ -39,6 +39,11 @@ pub mod prices {
     /// Cycles per instruction of an update (wasm32, 13 nodes): `ten_update_instructions_execution_fee`
     /// = 10 cycles per 10 instructions (same source). wasm64 costs twice that.
     pub const CYCLES_PER_INSTRUCTION: u64 = 1;
+    /// Cycles to receive an ingress message (a user's update call), per message (13 nodes):
+    /// `ingress_message_reception_fee` (same source).
+    pub const INGRESS_MESSAGE_CYCLES: u64 = 1_200_000;
+    /// Cycles to receive an ingress message, per byte (13 nodes): `ingress_byte_reception_fee`.
+    pub const INGRESS_BYTE_CYCLES: u64 = 2_000;
     /// USD per trillion cycles: 1 T cycles = 1 XDR, and 1 XDR = 1.35 USD on [`RATE_DATE`].
     pub const USD_PER_TRILLION_CYCLES: f64 = 1.35;
     /// When the XDR rate was taken.
@@ -58,8 +63,8 @@ pub mod prices {
 }
 
 /// Stable-memory virtual memories (ic-stable-structures `MemoryManager` ids) of the canister.
-/// ic-rusqlite 0.5 takes 101..=120 (120: the database file; 101..=119: ic-wasi-polyfill's file
-/// system); ids 255 and above are reserved by the `MemoryManager`.
+/// ic-rusqlite 0.5 takes 101..=120 (120: the database file; 101..=118: ic-wasi-polyfill's file
+/// system, its `FS_MEMORY_RANGE` 101..119); id 255 is reserved by the `MemoryManager`.
 pub mod memory_ids {
     /// The name of the active pragma profile (a `StableCell<String>`).
     pub const PROFILE: u8 = 100;
@@ -70,4 +75,14 @@ pub mod memory_ids {
     pub const HEAP_BTREEMAP_SNAPSHOT: u8 = 98;
     /// The first id ic-rusqlite uses.
     pub const IC_RUSQLITE_FIRST: u8 = 101;
+
+    // Ours are distinct and below ic-rusqlite's.
+    const _: () = assert!(
+        STABLE_BTREEMAP != HEAP_BTREEMAP_SNAPSHOT
+            && STABLE_BTREEMAP != PROFILE
+            && HEAP_BTREEMAP_SNAPSHOT != PROFILE
+            && PROFILE < IC_RUSQLITE_FIRST
+            && STABLE_BTREEMAP < IC_RUSQLITE_FIRST
+            && HEAP_BTREEMAP_SNAPSHOT < IC_RUSQLITE_FIRST
+    );
 }

@@ -15,3 +15,26 @@ pub mod users_orders;
 
 /// Query keys read per iteration of the trie read benchmark (Substrate's `SAMPLE_SIZE`).
 pub const TRIE_QUERY_KEYS: u64 = 100;
+
+/// Iterations of a trie read or write benchmark (Substrate's node-bench runs 50).
+pub const TRIE_ITERATIONS: usize = 50;
+
+/// The sorted iterations Substrate's `w_avg` averages: skip 10, take 30 (samples 11-40).
+pub const TRIE_TRIMMED: std::ops::Range<usize> = 10..40;
+
+/// The seed of every key-value data set (the trie data set, `kv_load`, rippled's NodeStore
+/// factories, whose `seedValue` is 50 too): recorded here once.
+pub const KV_SEED: u64 = 50;
+
+/// Names of the canbench scopes the key-value cells record (the canister writes them, the
+/// reports read them).
+pub mod scopes {
+    /// Trie cells: the sum of the middle 30 of 50 sorted iterations (`calls` = 30).
+    pub const W_AVG: &str = "w_avg";
+    /// Trie cells: loading the data set before measuring (not part of `total`).
+    pub const SETUP: &str = "setup";
+    /// The heap map's upgrade: writing it to stable memory (`pre_upgrade`).
+    pub const SAVE: &str = "save";
+    /// The heap map's upgrade: reading it back (`post_upgrade`).
+    pub const LOAD: &str = "load";
+}

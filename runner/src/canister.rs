@@ -339,7 +339,8 @@ impl Canister {
                     r = r2;
                     used += used2;
                 }
-                Err((e, host)) => {
+                Err(failed) => {
+                    let (e, host) = *failed;
                     // The new module does not even instantiate: back to the old one, with the host
                     // (and its stable memory) handed back untouched.
                     let (store, instance) = instantiate(&old_code, host).expect("old code instantiates");
@@ -685,19 +686,22 @@ fn wt(e: wasmtime::Error) -> anyhow::Error {
 }
 
 fn instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance)> {
-    try_instantiate(code, host).map_err(|(e, _)| e)
+    try_instantiate(code, host).map_err(|b| b.0)
 }
 
 /// Instantiates `code` in a new store holding `host`; on failure the host comes back, so no
 /// state (stable memory above all) is lost with the store.
-fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), (anyhow::Error, Host)> {
+/// Why instantiating failed, with the host handed back (boxed: a `Host` is large).
+type Failed = Box<(anyhow::Error, Host)>;
+
+fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), Failed> {
     let mut store = Store::new(engine(), host);
     let instance = match code.linker.instantiate(&mut store, &code.module) {
         Ok(i) => i,
-        Err(e) => return Err((wt(e).context("instantiating the module"), store.into_data())),
+        Err(e) => return Err(Box::new((wt(e).context("instantiating the module"), store.into_data()))),
     };
     let Some(counter) = instance.get_global(&mut store, instrument::COUNTER_EXPORT) else {
-        return Err((anyhow!("no counter global"), store.into_data()));
+        return Err(Box::new((anyhow!("no counter global"), store.into_data())));
     };
     let memory = instance.get_memory(&mut store, instrument::MEMORY_EXPORT);
     store.data_mut().bind(counter, memory);

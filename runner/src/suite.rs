@@ -377,7 +377,9 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
         w2 = w + 2
     );
     for r in runs {
-        let i = r.result.total.instructions;
+        // A benchmark that records several calls (canbench-rs `calls`, e.g. 50 iterations of
+        // which each would be one message) is judged per call.
+        let i = r.result.total.instructions / r.result.total.calls.max(1);
         let (bytes, reply_fit) = match r.reply_bytes {
             Some(b) => {
                 (b.to_string(), format!("{}/{}", fits(b <= MAX_UPDATE_REPLY_BYTES), fits(b <= MAX_QUERY_REPLY_BYTES)))
@@ -397,7 +399,7 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
     }
     let mode = if metering == Metering::On { "metered" } else { "NOT metered (--no-metering)" };
     t += &format!(
-        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} thread{} the rest; a benchmark's wall time includes its setup). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
+        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} thread{} the rest; a benchmark's wall time includes its setup). Instructions are per call where a benchmark records several calls (`calls` > 1). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
         total.as_secs_f64(),
         load.as_secs_f64(),
         runs.len(),

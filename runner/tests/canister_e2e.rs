@@ -216,17 +216,15 @@ fn kv_len(c: &mut Canister, backend: KvBackend) -> u64 {
         .expect("kv_len")
 }
 
-const KV_BACKENDS: [KvBackend; 4] =
-    [KvBackend::Sqlite, KvBackend::SqliteRowid, KvBackend::StableBTreeMap, KvBackend::HeapBTreeMap];
-
 /// Checks that every key-value backend stores, returns and keeps values across two upgrades,
 /// that writes are for controllers only and bad keys are refused, and that a resumed or repeated
 /// `kv_load` never duplicates a key.
 #[test]
 fn every_key_value_backend_keeps_its_values_across_upgrades_and_refuses_bad_calls() {
     let mut c = install(Limits::PRODUCTION);
-    let data = stablebench::kv::gen::TrieDataset::new(1_000, 50).unwrap();
-    for b in KV_BACKENDS {
+    let data = stablebench::kv::gen::TrieDataset::new(1_000, stablebench_grid::KV_SEED).unwrap();
+    let backends = stablebench_grid::cells::BACKENDS.map(KvBackend::from);
+    for b in backends {
         // Before any write the SQLite tables do not exist: reads answer "nothing", not an error.
         assert_eq!(kv_get(&mut c, b, &[1; 32]), Ok(None), "{b:?}");
         assert_eq!(kv_len(&mut c, b), 0);
@@ -251,7 +249,7 @@ fn every_key_value_backend_keeps_its_values_across_upgrades_and_refuses_bad_call
     for _ in 0..2 {
         let out = c.upgrade(code(), &unit());
         assert!(out.result.is_ok(), "upgrade: {:?}", out.result);
-        for b in KV_BACKENDS {
+        for b in backends {
             assert_eq!(kv_get(&mut c, b, &[7; 32]), Ok(Some(b"seven".to_vec())), "{b:?} after an upgrade");
             let (key, value) = &data.query_keys()[3];
             assert_eq!(kv_get(&mut c, b, key), Ok(Some(value.clone())));

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use stablebench::kv::gen::TrieDataset;
 use stablebench_canister::{Batch, Error, KvBackend};
 use stablebench_grid::cells::{self, Backend, Cache, Cell, Op, BACKENDS, DB_WEIGHT_SIZE};
+use stablebench_grid::{scopes, KV_SEED};
 use stablebench_runner::canister::{default_controller, Canister, Options};
 
 /// Calls of each kind measured per backend.
@@ -63,20 +64,11 @@ struct Results {
     backends: BTreeMap<String, PerCall>,
 }
 
-fn kv_backend(b: Backend) -> KvBackend {
-    match b {
-        Backend::Sqlite => KvBackend::Sqlite,
-        Backend::SqliteRowid => KvBackend::SqliteRowid,
-        Backend::StableBTreeMap => KvBackend::StableBTreeMap,
-        Backend::HeapBTreeMap => KvBackend::HeapBTreeMap,
-    }
-}
-
 fn measure(backend: Backend) -> PerCall {
-    let kb = kv_backend(backend);
+    let kb = KvBackend::from(backend);
     let (mut c, _) =
         Canister::install(code(), &candid::encode_args(()).unwrap(), Options::default()).expect("installs");
-    let data = TrieDataset { size: DB_WEIGHT_SIZE, seed: 50 };
+    let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
     let mut offset = 0;
     loop {
         let arg = candid::encode_args((kb, DB_WEIGHT_SIZE, offset, DB_WEIGHT_SIZE - offset, None::<u64>)).unwrap();
@@ -128,7 +120,7 @@ fn in_bench(op: Op, backend: Backend) -> Option<u64> {
     let cell =
         cells::cells().into_iter().find(|c: &Cell| c.op == op && c.backend == backend && c.size == DB_WEIGHT_SIZE)?;
     let yml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(CANBENCH_RESULTS).ok()?).ok()?;
-    let w = &yml["benches"][cell.name()]["scopes"]["w_avg"];
+    let w = &yml["benches"][cell.name()]["scopes"][scopes::W_AVG];
     let (instructions, calls) = (w["instructions"].as_u64()?, w["calls"].as_u64()?);
     Some(instructions / calls.max(1) / cell.ops_per_iteration())
 }
@@ -137,7 +129,7 @@ fn table(r: &Results) -> String {
     let mut t = String::from(
         "| backend | `kv_put` (update, whole message) | put in `bench_fn` (w_avg) | `kv_get` (query, whole message) | get in `bench_fn` (w_avg) | upgrade | first `kv_get` after it |\n|---|---:|---:|---:|---:|---:|---:|\n",
     );
-    let opt = |v: Option<u64>| v.map_or("-".to_string(), |v| stablebench::report::grouped(v));
+    let opt = |v: Option<u64>| v.map_or("-".to_string(), stablebench::report::grouped);
     for b in BACKENDS {
         let Some(p) = r.backends.get(b.name()) else { continue };
         t += &format!(

@@ -199,7 +199,7 @@ pub struct TrieDataset {
 
 impl TrieDataset {
     /// Warm-up entries and query keys: Substrate's `SAMPLE_SIZE`.
-    pub const SAMPLE: u64 = 100;
+    pub const SAMPLE: u64 = stablebench_grid::TRIE_QUERY_KEYS;
 
     /// Bytes of a written value: Substrate's `TEST_WRITE_SIZE`.
     pub const WRITE_SIZE: usize = 128;

@@ -41,7 +41,7 @@ const ENTRY_OVERHEAD: u64 = 32 + 4;
 /// extra heap stays 1 MiB instead of a second copy of the whole map.
 pub const CHUNK: usize = 1 << 20;
 
-const WASM_PAGE: u64 = 65_536;
+const WASM_PAGE: u64 = stablebench_grid::ic::WASM_PAGE_BYTES;
 
 /// A [`KvStore`] over a `BTreeMap` in the heap.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -27,6 +27,15 @@ impl Layout {
     /// Both layouts, in the order benchmarks list them.
     pub const ALL: [Layout; 2] = [Layout::WithoutRowid, Layout::Rowid];
 
+    /// The layout of a SQLite backend of the grid (`None` for the other backends).
+    pub const fn of(backend: stablebench_grid::cells::Backend) -> Option<Layout> {
+        match backend {
+            stablebench_grid::cells::Backend::Sqlite => Some(Layout::WithoutRowid),
+            stablebench_grid::cells::Backend::SqliteRowid => Some(Layout::Rowid),
+            _ => None,
+        }
+    }
+
     /// An identifier for benchmark names: `without_rowid` or `rowid`.
     pub fn name(self) -> &'static str {
         match self {

@@ -20,13 +20,13 @@ use super::{Key, KvStore, Probe};
 use crate::{Error, Result};
 
 /// Measured iterations per benchmark (Substrate's trie benchmark runs 50).
-pub const ITERATIONS: usize = 50;
+pub const ITERATIONS: usize = stablebench_grid::TRIE_ITERATIONS;
 
 /// Keys read in one read sample: the dataset's 100 query keys.
-pub const QUERY_KEYS: usize = 100;
+pub const QUERY_KEYS: usize = stablebench_grid::TRIE_QUERY_KEYS as usize;
 
 /// The sorted samples that Substrate's `w_avg` averages: skip the 10 smallest, take 30.
-pub const TRIMMED: Range<usize> = 10..40;
+pub const TRIMMED: Range<usize> = stablebench_grid::TRIE_TRIMMED;
 
 /// Stores the entries `range` of `data` and their warm-ups, `batch` entries per
 /// [`KvStore::put_batch`]. Returns the entries written (warm-ups included). A full load is

@@ -21,13 +21,13 @@ pub const TRIE_OPS: [Op; 4] =
     [Op::TrieRead(Cache::Warm), Op::TrieRead(Cache::Cold), Op::TrieWrite(Cache::Warm), Op::TrieWrite(Cache::Cold)];
 
 /// The canbench scope of a trie cell holding the sum of the middle iterations (Substrate's w_avg).
-pub const W_AVG_SCOPE: &str = "w_avg";
+pub const W_AVG_SCOPE: &str = stablebench_grid::scopes::W_AVG;
 /// The canbench scope holding a cell's data-set load (canbench-only bulk work).
-pub const SETUP_SCOPE: &str = "setup";
+pub const SETUP_SCOPE: &str = stablebench_grid::scopes::SETUP;
 /// The heap map's upgrade cell: writing the map to stable memory (`pre_upgrade`).
-pub const SAVE_SCOPE: &str = "save";
+pub const SAVE_SCOPE: &str = stablebench_grid::scopes::SAVE;
 /// The heap map's upgrade cell: reading it back (`post_upgrade`).
-pub const LOAD_SCOPE: &str = "load";
+pub const LOAD_SCOPE: &str = stablebench_grid::scopes::LOAD;
 
 /// A title for a trie operation (`Read, warm cache`).
 pub fn op_title(op: Op) -> &'static str {

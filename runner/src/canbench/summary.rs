@@ -286,9 +286,12 @@ Summary:
         ));
     }
 
+    /// (new, old) instructions of some benchmarks, and the status canbench prints for them.
+    type Case<'a> = (&'a [(u64, Option<u64>)], &'a str);
+
     #[test]
     fn status_labels_cover_every_combination() {
-        let cases: [(&[(u64, Option<u64>)], &str); 7] = [
+        let cases: [Case; 7] = [
             (&[(10, Some(5))], "Regressions detected 🔴"),
             (&[(5, Some(10))], "Improvements detected 🟢"),
             (&[(5, None)], "New benchmarks added ➕"),

@@ -56,7 +56,8 @@ fn intro(md: &mut String, command: &str, date: &str) {
          - **NodeStore**: rippled's `NodeStoreTiming` test (XRPLF/rippled\n  \
            `src/ripple/nodestore/tests/TimingTests.cpp`): 32-byte keys, 1-2 KiB objects, six phases on one\n  \
            store (single-threaded here), in its v2 column order, plus the 50/50 fetch over the range rippled\n  \
-           intended. Objects: {ns}.\n\n\
+           intended. Objects: {ns}. Each phase's objects are generated before the phase (rippled makes them\n  \
+           inside its timing; here generating them costs more than a heap map's put).\n\n\
          Ratios compare with `{base}` in sysrepo's style (sysrepo/sysrepo `DB_PLG_PERF.md`): \"1.23x\n\
          faster\" or \"2.10x slower\", always at least 1; \"1.00x\" means within 0.5%.\n\n\
          Units: **instructions** (what canbench reports) unless a column says cycles. Cycles are what an\n\
@@ -66,6 +67,15 @@ fn intro(md: &mut String, command: &str, date: &str) {
          every heap cache before each iteration, as an upgrade does; \"warm\" keeps what the data-set load\n\
          left. A cell's `setup` (loading its data set in one go) is canbench-only bulk work: a production\n\
          canister loads that much data over many messages.\n\n\
+         Two limits of measuring inside one canbench query, both on the side of the stable-memory backends:\n\n\
+         - **Dirty pages.** The IC charges 1,000 instructions for every 4 KiB page of stable memory a\n  \
+           message writes for the first time. A benchmark is one message, so a timed write whose pages the\n  \
+           setup already wrote pays no such fee, while a real `kv_put` (its own message) does: the README's\n  \
+           per-call table measures that, one update per write. The heap map pays no page fees at all until\n  \
+           its upgrade.\n\
+         - **Stable growth granularity.** Stable memory growth is what canbench measures (`ic0.stable_size`,\n  \
+           in 64 KiB pages), and ic-stable-structures' `MemoryManager`, under every backend here, grows it\n  \
+           in 8 MiB buckets: growth and bytes per object are exact only to 8 MiB.\n\n\
          Backends (SQLite under the `{profile}` pragma profile):\n\n",
         db_weight = grouped(DB_WEIGHT_SIZE),
         sizes = TRIE_SIZES.map(grouped).join(", "),
