@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
-use stablebench::report::results::{Measurement, Record, Results};
+use stablebench::report::results::Results;
 use stablebench::report::{self, kv, Measured};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
@@ -38,34 +38,9 @@ const KV_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv.md");
 const KV_TRIE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_trie.svg");
 const KV_NODESTORE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_nodestore.svg");
 
-/// Every record of canbench_results.yml (total and scopes), by benchmark name.
-fn records() -> BTreeMap<String, Record> {
-    let yml: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(RESULTS).unwrap()).unwrap();
-    let benches = yml["benches"].as_mapping().expect("benches in canbench_results.yml");
-    let measurement = |m: &serde_yaml::Value| {
-        let n = |k: &str| m[k].as_u64().unwrap_or(0);
-        Measurement {
-            calls: n("calls"),
-            instructions: n("instructions"),
-            heap_increase: n("heap_increase"),
-            stable_memory_increase: n("stable_memory_increase"),
-        }
-    };
-    benches
-        .iter()
-        .map(|(name, r)| {
-            let scopes = r["scopes"]
-                .as_mapping()
-                .map(|s| s.iter().map(|(k, v)| (k.as_str().unwrap().to_string(), measurement(v))).collect())
-                .unwrap_or_default();
-            (name.as_str().unwrap().to_string(), Record { total: measurement(&r["total"]), scopes })
-        })
-        .collect()
-}
-
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
-    Results::new(records()).unwrap_or_else(|e| panic!("canbench_results.yml: {e}"))
+    Results::from_canbench_yml(&std::fs::read_to_string(RESULTS).unwrap()).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The totals as the pragma guide's report reads them (it looks up the users/orders names only).

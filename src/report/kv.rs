@@ -215,8 +215,12 @@ pub fn heap_bytes_per_key(results: &Results, backend: Backend, size: u64) -> Opt
 
 /// Keys at which `backend`'s heap would reach the default wasm memory limit, extrapolating the
 /// heap growth per key of its largest measured setup linearly; `None` if not measured or if the
-/// setup did not grow the heap.
+/// setup did not grow the heap. `stable_btreemap` keeps its nodes in stable memory, so the heap its
+/// setup grows is the benchmark's own (the generated data set) and nothing is extrapolated: `None`.
 pub fn heap_limit_keys(results: &Results, backend: Backend) -> Option<f64> {
+    if backend == Backend::StableBTreeMap {
+        return None;
+    }
     let size = TRIE_SIZES.into_iter().rev().find(|s| setup(results, backend, *s).is_some())?;
     let per_key = heap_bytes_per_key(results, backend, size)?;
     (per_key > 0.0).then(|| ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES as f64 / per_key)
@@ -391,6 +395,22 @@ mod tests {
         let row = table.lines().find(|l| l.starts_with("| `sqlite` |")).unwrap();
         assert!(row.contains("36,000 instructions = 36,000 cycles"), "{row}");
         assert_eq!(cycles_in_update(36_000.4), 36_000);
+    }
+
+    #[test]
+    fn the_heap_limit_is_extrapolated_for_backends_that_keep_data_in_the_heap_only() {
+        let results = synthetic(|_| false);
+        // Every synthetic setup grows the heap, the StableBTreeMap's too (as the benchmark's own
+        // generated data does); only the heap map and SQLite's page cache are extrapolated.
+        assert!(heap_bytes_per_key(&results, Backend::StableBTreeMap, DB_WEIGHT_SIZE).unwrap() > 0.0);
+        assert_eq!(heap_limit_keys(&results, Backend::StableBTreeMap), None);
+        for b in [Backend::HeapBTreeMap, Backend::Sqlite, Backend::SqliteRowid] {
+            let per_key = heap_bytes_per_key(&results, b, DB_WEIGHT_SIZE).unwrap();
+            assert_eq!(heap_limit_keys(&results, b), Some(ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES as f64 / per_key));
+        }
+        let md = generate(&results, &hits, "test", "2026-01-01").markdown;
+        assert!(md.contains("| none: its data is in stable memory |"));
+        assert!(!md.contains("`stable_btreemap` (its heap)"));
     }
 
     #[test]

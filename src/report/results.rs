@@ -74,6 +74,37 @@ impl Results {
         Ok(Results { records })
     }
 
+    /// Reads a `canbench_results.yml` (canbench 0.7: `benches.<name>.{total, scopes.<scope>}`,
+    /// each with `calls`, `instructions`, `heap_increase`, `stable_memory_increase`) and attaches
+    /// every record to its cell; a name that is no cell is an error naming it.
+    pub fn from_canbench_yml(text: &str) -> Result<Results, String> {
+        let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("canbench_results.yml: {e}"))?;
+        let benches =
+            yml["benches"].as_mapping().ok_or_else(|| "canbench_results.yml has no `benches` map".to_string())?;
+        let measurement = |m: &serde_yaml::Value| {
+            let n = |k: &str| m[k].as_u64().unwrap_or(0);
+            Measurement {
+                calls: n("calls"),
+                instructions: n("instructions"),
+                heap_increase: n("heap_increase"),
+                stable_memory_increase: n("stable_memory_increase"),
+            }
+        };
+        let mut named = BTreeMap::new();
+        for (name, r) in benches {
+            let name =
+                name.as_str().ok_or_else(|| format!("canbench_results.yml: a bench name is not a string: {name:?}"))?;
+            let mut scopes = BTreeMap::new();
+            for (k, v) in r["scopes"].as_mapping().into_iter().flatten() {
+                let k =
+                    k.as_str().ok_or_else(|| format!("canbench_results.yml: {name}: a scope name is not a string"))?;
+                scopes.insert(k.to_string(), measurement(v));
+            }
+            named.insert(name.to_string(), Record { total: measurement(&r["total"]), scopes });
+        }
+        Results::new(named).map_err(|e| format!("canbench_results.yml: {e}"))
+    }
+
     /// The record of `cell`, if it was measured.
     pub fn get(&self, cell: &Cell) -> Option<&Record> {
         self.records.iter().find(|(c, _)| c == cell).map(|(_, r)| r)

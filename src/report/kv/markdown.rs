@@ -588,7 +588,11 @@ fn budget_section(md: &mut String, results: &Results) {
             any |= v.is_some();
             let _ = write!(t, " {} |", v.map_or("–".to_string(), |v| format!("{} B", int(v))));
         }
-        let _ = writeln!(t, " {} |", heap_limit_keys(results, b).map_or("–".to_string(), approx));
+        let limit = match b {
+            Backend::StableBTreeMap => "none: its data is in stable memory".to_string(),
+            b => heap_limit_keys(results, b).map_or("–".to_string(), approx),
+        };
+        let _ = writeln!(t, " {limit} |");
     }
     if any {
         md.push_str(&t);
@@ -670,8 +674,7 @@ pub(super) fn patterns(results: &Results) -> String {
         .filter_map(|b| {
             let what = match b {
                 Backend::HeapBTreeMap => "the map",
-                b if b.is_sqlite() => "its page cache",
-                _ => "its heap",
+                _ => "its page cache, which this profile lets hold the whole database",
             };
             Some(format!("`{}` ({what}) at about {} keys", b.name(), approx(heap_limit_keys(results, b)?)))
         })
@@ -680,7 +683,7 @@ pub(super) fn patterns(results: &Results) -> String {
         let _ = writeln!(
             out,
             "- **Heap** (extrapolated linearly from each backend's largest setup): the {} GiB default wasm memory limit \
-             would be reached by {}.",
+             would be reached by {}; `stable_btreemap` keeps its data in stable memory, not the heap.",
             ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES >> 30,
             heap.join(", ")
         );
