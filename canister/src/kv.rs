@@ -13,6 +13,7 @@ use std::cell::{Cell as Flag, RefCell};
 use candid::{CandidType, Deserialize};
 use ic_stable_structures::memory_manager::VirtualMemory;
 use ic_stable_structures::{DefaultMemoryImpl, Memory};
+use serde_bytes::ByteBuf;
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::heap::HeapKv;
 use stablebench::kv::sqlite::{self, Layout, SqliteKv};
@@ -151,7 +152,7 @@ fn key(bytes: &[u8]) -> Result<Key, Error> {
 
 /// Stores `value` under the 32-byte `key` in `backend`: one transaction. Controllers only.
 #[ic_cdk::update]
-fn kv_put(backend: KvBackend, key_bytes: Vec<u8>, value: Vec<u8>) -> Result<(), Error> {
+fn kv_put(backend: KvBackend, key_bytes: ByteBuf, value: ByteBuf) -> Result<(), Error> {
     require_controller()?;
     let k = key(&key_bytes)?;
     with_store(backend, true, |s| s.expect("created").put(&k, &value))
@@ -159,10 +160,10 @@ fn kv_put(backend: KvBackend, key_bytes: Vec<u8>, value: Vec<u8>) -> Result<(), 
 
 /// The value under the 32-byte `key` in `backend`, if any.
 #[ic_cdk::query]
-fn kv_get(backend: KvBackend, key_bytes: Vec<u8>) -> Result<Option<Vec<u8>>, Error> {
+fn kv_get(backend: KvBackend, key_bytes: ByteBuf) -> Result<Option<ByteBuf>, Error> {
     let k = key(&key_bytes)?;
     with_store(backend, false, |s| match s {
-        Some(s) => s.get(&k),
+        Some(s) => s.get(&k).map(|v| v.map(ByteBuf::from)),
         None => Ok(None),
     })
 }

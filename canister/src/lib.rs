@@ -412,6 +412,7 @@ mod memory {
 #[allow(missing_docs)]
 mod candid_export {
     use super::*;
+    use serde_bytes::ByteBuf;
     ic_cdk::export_candid!();
 
     /// Checks that `stablebench.did` describes exactly the service the code exports.

@@ -120,6 +120,15 @@ impl Phase {
         matches!(self, Phase::Inserts | Phase::BatchInsert)
     }
 
+    /// The store operations the phase performs for `n` objects: `n` puts or fetches, except
+    /// `batch_insert`, which drops the short final batch and stores `n - n mod BATCH_SIZE`.
+    pub const fn operations(self, n: u64) -> u64 {
+        match self {
+            Phase::BatchInsert => n / BATCH_SIZE as u64 * BATCH_SIZE as u64,
+            _ => n,
+        }
+    }
+
     /// This phase's hits in `hits` (`None` for the insert phases).
     pub const fn hits(self, hits: &Hits) -> Option<u64> {
         match self {
@@ -288,8 +297,7 @@ fn check_n(n: u64) -> Result<()> {
 /// set of the stored ones; no object is generated and no store is touched). `n` must be at least 1.
 pub fn expected(n: u64, seed: u64) -> NodeStoreRun {
     let mut stored: BTreeSet<u64> = Phase::Inserts.factory(n, seed).key_seeds().collect();
-    let full_batches = n / BATCH_SIZE as u64 * BATCH_SIZE as u64;
-    stored.extend(Phase::BatchInsert.factory(n, seed).key_seeds_in(0..full_batches));
+    stored.extend(Phase::BatchInsert.factory(n, seed).key_seeds_in(0..Phase::BatchInsert.operations(n)));
     let hits = |phase: Phase| phase.factory(n, seed).key_seeds().filter(|k| stored.contains(k)).count() as u64;
     NodeStoreRun {
         hits: Hits {
