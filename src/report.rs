@@ -37,6 +37,16 @@ const UPDATE_LIMIT: u64 = stablebench_grid::ic::UPDATE_INSTRUCTION_LIMIT;
 const WASM_MEMORY_LIMIT_PAGES: u64 =
     stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES / stablebench_grid::ic::WASM_PAGE_BYTES;
 
+/// Replaces the text between the lines `<!-- NAME:begin -->` and `<!-- NAME:end -->` of `doc`
+/// with `body` (how the README's generated tables are kept in place); an error names a missing
+/// marker.
+pub fn splice(doc: &str, name: &str, body: &str) -> Result<String, String> {
+    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
+    let b = doc.find(&begin).ok_or_else(|| format!("no line {}", begin.trim_end()))? + begin.len();
+    let e = doc[b..].find(&end).ok_or_else(|| format!("no {end} after {}", begin.trim_end()))? + b;
+    Ok(format!("{}{}{}", &doc[..b], body, &doc[e..]))
+}
+
 /// The grid at a glance, for the README: per workload and operation, the backends, sizes and
 /// settings it runs with and how many cells that makes, all counted from
 /// `stablebench_grid::cells::cells()`.
@@ -403,6 +413,14 @@ fn heatmap(results: &BTreeMap<String, Measured>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn splice_replaces_only_between_the_markers_and_names_a_missing_one() {
+        let doc = "a\n<!-- t:begin -->\nold\n<!-- t:end -->\nb\n";
+        assert_eq!(splice(doc, "t", "new\n").unwrap(), "a\n<!-- t:begin -->\nnew\n<!-- t:end -->\nb\n");
+        assert_eq!(splice(doc, "u", "x").unwrap_err(), "no line <!-- u:begin -->");
+        assert_eq!(splice("<!-- t:begin -->\n", "t", "x").unwrap_err(), "no <!-- t:end --> after <!-- t:begin -->");
+    }
 
     #[test]
     fn ratios_and_numbers_read_as_people_write_them() {

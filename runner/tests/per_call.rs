@@ -163,12 +163,9 @@ fn table(r: &Results) -> String {
     t
 }
 
-/// Replaces the text between `<!-- NAME:begin -->` and `<!-- NAME:end -->`.
+/// `report::splice`, failing the test on a missing marker.
 fn splice(doc: &str, name: &str, body: &str) -> String {
-    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
-    let b = doc.find(&begin).unwrap_or_else(|| panic!("README has no {begin}")) + begin.len();
-    let e = doc[b..].find(&end).unwrap_or_else(|| panic!("README has no {end}")) + b;
-    format!("{}{}{}", &doc[..b], body, &doc[e..])
+    stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("README.md: {e}"))
 }
 
 #[test]

@@ -187,8 +187,8 @@ fn random_key<R: Rng + ?Sized>(rng: &mut R) -> Key {
 /// one of the 100 query keys, spread evenly over the dataset. The store holds `size + 100` keys.
 ///
 /// `size` must be a multiple of 100 and at least 200 (so that `every >= 2` and there are exactly
-/// 100 warm-ups and 100 query keys); [`TrieDataset::new`] checks it. Sizes used: 200, 1,000,
-/// 10,000, 100,000 and 200,000.
+/// 100 warm-ups and 100 query keys); [`TrieDataset::new`] checks it. Sizes used: the grid's
+/// `TRIE_SIZES`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TrieDataset {
     /// Entries (keys besides the warm-ups).

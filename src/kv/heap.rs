@@ -274,14 +274,6 @@ impl KvStore for HeapKv {
         Ok(())
     }
 
-    /// Plain inserts in order; as for the stable map, the IC makes the message atomic.
-    fn put_batch(&mut self, items: &[(Key, Vec<u8>)]) -> Result<()> {
-        for (key, value) in items {
-            self.map.insert(*key, value.clone());
-        }
-        Ok(())
-    }
-
     fn remove(&mut self, key: &Key) -> Result<bool> {
         Ok(self.map.remove(key).is_some())
     }

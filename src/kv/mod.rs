@@ -35,7 +35,17 @@ pub trait KvStore {
     /// Stores `value` under `key`, replacing any previous value: one transaction.
     fn put(&mut self, key: &Key, value: &[u8]) -> Result<()>;
     /// Stores every pair in order (a later duplicate key wins): one transaction.
-    fn put_batch(&mut self, items: &[(Key, Vec<u8>)]) -> Result<()>;
+    ///
+    /// The default puts each pair in turn, which is one transaction only for a store whose `put`
+    /// cannot fail halfway: the maps, which have no transactions and need none on the IC (a
+    /// message's stable-memory and heap writes are kept as a whole when it returns and discarded
+    /// as a whole if it traps). A transactional store (SQLite) overrides it.
+    fn put_batch(&mut self, items: &[(Key, Vec<u8>)]) -> Result<()> {
+        for (key, value) in items {
+            self.put(key, value)?;
+        }
+        Ok(())
+    }
     /// Removes `key`; returns whether it was present: one transaction.
     fn remove(&mut self, key: &Key) -> Result<bool>;
     /// The number of keys stored.

@@ -45,17 +45,6 @@ impl<M: Memory> KvStore for StableKv<M> {
         Ok(())
     }
 
-    /// Plain inserts in order: the map has no transactions. None are needed on the IC: a
-    /// message's stable-memory writes are kept as a whole when it returns and discarded as a whole
-    /// if it traps, so the batch is atomic per message. (Natively an insert cannot fail halfway
-    /// except by a panic on a failed `grow`.)
-    fn put_batch(&mut self, items: &[(Key, Vec<u8>)]) -> Result<()> {
-        for (key, value) in items {
-            self.map.insert(*key, value.clone());
-        }
-        Ok(())
-    }
-
     fn remove(&mut self, key: &Key) -> Result<bool> {
         Ok(self.map.remove(key).is_some())
     }
