@@ -92,6 +92,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "profiles-table", &rep.readme_profiles);
     let want = splice(&want, "dbweight-table", &kv.readme_dbweight);
     let want = splice(&want, "nodestore-summary", &kv.readme_nodestore);
+    let want = splice(&want, "kv-patterns", &kv.patterns);
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),

@@ -243,6 +243,9 @@ pub struct KvReport {
     pub readme_dbweight: String,
     /// The README's NodeStore summary (between `<!-- nodestore-summary:begin/end -->`).
     pub readme_nodestore: String,
+    /// Which backend for which access pattern, in words computed from the numbers: the list
+    /// `docs/kv.md` opens with, also in the README (between `<!-- kv-patterns:begin/end -->`).
+    pub patterns: String,
 }
 
 /// Generates the key-value report. `hits` gives the exact fetch hits of a NodeStore run of `n`
@@ -255,6 +258,7 @@ pub fn generate(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: 
         nodestore_svg: chart::nodestore(results),
         readme_dbweight: markdown::readme_dbweight(results),
         readme_nodestore: markdown::nodestore_summary(results),
+        patterns: markdown::patterns(results),
     }
 }
 
