@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use stablebench::kv::gen::TrieDataset;
 use stablebench::report::{kv, results::Results as CanbenchResults};
 use stablebench_canister::{Batch, Error, KvBackend};
-use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE};
+use stablebench_grid::cells::{Backend, BACKENDS, DB_WEIGHT_SIZE};
 use stablebench_grid::KV_SEED;
 use stablebench_runner::canister::{default_controller, Canister, Options};
 
@@ -127,28 +127,26 @@ fn measure(backend: Backend) -> PerCall {
     }
 }
 
-/// What the trie benchmark measured inside `bench_fn` for one operation at 200,000 keys (warm):
-/// w_avg per operation from canbench_results.yml, computed as the DbWeight table computes it.
-fn in_bench(op: Op, backend: Backend) -> Option<u64> {
-    let results = CanbenchResults::from_canbench_yml(&std::fs::read_to_string(CANBENCH_RESULTS).ok()?)
-        .unwrap_or_else(|e| panic!("{e}"));
-    kv::w_avg_per_op(&results, op, DB_WEIGHT_SIZE, backend).map(|w| w.round() as u64)
-}
-
 fn table(r: &Results) -> String {
     let mut t = String::from(
         "| backend | `kv_put` (update, whole message) | put in `bench_fn` (w_avg) | `kv_get` (query, whole message) | get in `bench_fn` (w_avg) | upgrade | first `kv_get` after it |\n|---|---:|---:|---:|---:|---:|---:|\n",
     );
-    let opt = |v: Option<u64>| v.map_or("-".to_string(), stablebench::report::grouped);
+    // What the trie benchmark measured inside `bench_fn` for the same operations at 200,000 keys
+    // (warm): the README's DbWeight row of each backend, from canbench_results.yml.
+    let results = CanbenchResults::from_canbench_yml(&std::fs::read_to_string(CANBENCH_RESULTS).unwrap())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let weights = kv::db_weights(&results);
+    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| stablebench::report::grouped(v.round() as u64));
     for b in BACKENDS {
         let Some(p) = r.backends.get(b.name()) else { continue };
+        let w = weights.iter().find(|w| w.backend == b);
         t += &format!(
             "| `{}` | {} | {} | {} | {} | {} | {} |\n",
             b.name(),
             stablebench::report::grouped(p.put.median),
-            opt(in_bench(Op::TrieWrite(Cache::Warm), b)),
+            opt(w.and_then(|w| w.write_warm)),
             stablebench::report::grouped(p.get.median),
-            opt(in_bench(Op::TrieRead(Cache::Warm), b)),
+            opt(w.and_then(|w| w.read_warm)),
             stablebench::report::grouped(p.upgrade),
             stablebench::report::grouped(p.first_get_after_upgrade),
         );
