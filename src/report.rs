@@ -154,6 +154,11 @@ pub fn human(v: u64) -> String {
     }
 }
 
+/// A measured mean rounded to a whole number, grouped: `53,633`.
+pub fn int(v: f64) -> String {
+    grouped(v.round().max(0.0) as u64)
+}
+
 /// `1,883,090,070`.
 pub fn grouped(v: u64) -> String {
     let s = v.to_string();
@@ -184,12 +189,13 @@ pub(crate) fn ratio_text(r: f64, decimals: usize, same: &str) -> String {
     }
 }
 
-fn mib(pages: u64) -> String {
+/// Wasm pages as MiB, one decimal.
+pub(crate) fn mib(pages: u64) -> String {
     format!("{:.1}", (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0)
 }
 
 fn usd(cycles: u64) -> String {
-    let v = cycles as f64 / 1e12 * prices::USD_PER_TRILLION_CYCLES;
+    let v = prices::usd(cycles);
     if v < 0.01 {
         format!("${v:.6}")
     } else {
@@ -331,7 +337,7 @@ pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str)
             let per_row = rows_inserted(*b).map_or("-".to_string(), |n| {
                 format!("{:.1}", (m.stable_memory_increase * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / n as f64)
             });
-            let cycles = prices::UPDATE_BASE_CYCLES + prices::CYCLES_PER_INSTRUCTION * m.instructions;
+            let cycles = prices::update_cycles(m.instructions);
             let yes = |ok: bool| if ok { "yes" } else { "**no**" };
             let _ = writeln!(
                 md,

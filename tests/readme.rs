@@ -44,8 +44,8 @@ fn results() -> Results {
 }
 
 /// The totals as the pragma guide's report reads them (it looks up the users/orders names only).
-fn measured() -> BTreeMap<String, Measured> {
-    results()
+fn measured(results: &Results) -> BTreeMap<String, Measured> {
+    results
         .iter()
         .map(|(cell, r)| {
             let m = Measured {
@@ -82,8 +82,9 @@ fn splice(doc: &str, name: &str, body: &str) -> String {
 #[test]
 fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let (command, date) = ("scripts/bench.sh --persist", results_date());
-    let rep = report::generate(&measured(), command, &date);
-    let kv = kv::generate(&results(), &nodestore_hits, command, &date);
+    let results = results();
+    let rep = report::generate(&measured(&results), command, &date);
+    let kv = kv::generate(&results, &nodestore_hits, command, &date);
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -121,7 +122,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
 /// Fails when a rerun of the sweep crowns another profile and the default was not moved.
 #[test]
 fn the_default_profile_is_the_fastest_qualifying_one_in_the_results() {
-    let standings = report::standings(&measured());
+    let standings = report::standings(&measured(&results()));
     let best = standings.iter().find(|s| report::qualifies(s)).expect("a qualifying profile in canbench_results.yml");
     assert_eq!(
         best.profile.name, DEFAULT.name,

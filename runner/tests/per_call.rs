@@ -11,7 +11,7 @@
 //! (`scripts/report.sh` does).
 
 mod common;
-use common::{code, decode};
+use common::{code, decode, unit};
 
 use std::collections::BTreeMap;
 
@@ -69,8 +69,7 @@ struct Results {
 }
 
 fn floor() -> u64 {
-    let (mut c, _) =
-        Canister::install(code(), &candid::encode_args(()).unwrap(), Options::default()).expect("installs");
+    let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
     let out = c.query("kv_len", &candid::encode_one(KvBackend::HeapBTreeMap).unwrap(), default_controller());
     let n = out.instructions;
     assert_eq!(decode::<Result<u64, Error>>(out, "kv_len"), Ok(0), "a fresh heap map is empty");
@@ -79,8 +78,7 @@ fn floor() -> u64 {
 
 fn measure(backend: Backend) -> PerCall {
     let kb = KvBackend::from(backend);
-    let (mut c, _) =
-        Canister::install(code(), &candid::encode_args(()).unwrap(), Options::default()).expect("installs");
+    let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
     let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
     let mut offset = 0;
     loop {
@@ -116,7 +114,7 @@ fn measure(backend: Backend) -> PerCall {
         decode::<Result<(), Error>>(out, "kv_put").unwrap();
     }
     let gets = (0..CALLS as usize).map(|i| get(&mut c, i)).collect();
-    let upgrade = c.upgrade(code(), &candid::encode_args(()).unwrap());
+    let upgrade = c.upgrade(code(), &unit());
     assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
     let first = get(&mut c, 0);
     PerCall {
@@ -136,7 +134,7 @@ fn table(r: &Results) -> String {
     let results = CanbenchResults::from_canbench_yml(&std::fs::read_to_string(CANBENCH_RESULTS).unwrap())
         .unwrap_or_else(|e| panic!("{e}"));
     let weights = kv::db_weights(&results);
-    let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| stablebench::report::grouped(v.round() as u64));
+    let opt = |v: Option<f64>| v.map_or("–".to_string(), stablebench::report::int);
     for b in BACKENDS {
         let Some(p) = r.backends.get(b.name()) else { continue };
         let w = weights.iter().find(|w| w.backend == b);

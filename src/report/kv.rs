@@ -79,8 +79,7 @@ fn per_op(m: &Measurement, ops_per_iteration: u64) -> Option<f64> {
 /// (`ic::prices`): the per-instruction fee only, since the message's base fee is paid once per
 /// message, not per operation. Reads in a query cost no cycles at all.
 pub fn cycles_in_update(instructions: f64) -> u64 {
-    let n = instructions.round().max(0.0) as u64;
-    prices::update_cycles(n) - prices::update_cycles(0)
+    prices::CYCLES_PER_INSTRUCTION * instructions.round().max(0.0) as u64
 }
 
 /// One backend's "IC DbWeight": w_avg per read and per write at [`DB_WEIGHT_SIZE`] keys, the way
@@ -187,10 +186,8 @@ pub fn upgrades(results: &Results) -> Vec<Upgrade> {
         .filter_map(|size| {
             let (_, r) = results.find(Op::TrieUpgrade, size, Backend::HeapBTreeMap)?;
             let (save, load) = (r.scope(SAVE_SCOPE)?, r.scope(LOAD_SCOPE)?);
-            let heap_pages = r
-                .scope(SETUP_SCOPE)
-                .map(|m| m.heap_increase)
-                .or_else(|| setup(results, Backend::HeapBTreeMap, size).map(|m| m.heap_increase));
+            // The upgrade cell records only `save` and `load`: the map's heap is its trie cells' setup.
+            let heap_pages = setup(results, Backend::HeapBTreeMap, size).map(|m| m.heap_increase);
             Some(Upgrade {
                 size,
                 save: save.instructions,

@@ -2,7 +2,7 @@
 //! `stablebench_grid::cells::cells()` so that every number a report shows belongs to a known cell
 //! (a renamed or removed benchmark is an error, not a silently missing row).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 
 use stablebench_grid::cells::{self, Backend, Cell, Op};
@@ -63,14 +63,11 @@ pub struct Results {
 impl Results {
     /// Attaches every named record to its cell (by the cell's canbench name, never by parsing the
     /// name); fails listing every name that is not a cell.
-    pub fn new(named: BTreeMap<String, Record>) -> Result<Results, UnknownCells> {
-        let grid: HashMap<String, Cell> = cells::cells().into_iter().map(|c| (c.name(), c)).collect();
-        let unknown: Vec<String> = named.keys().filter(|n| !grid.contains_key(*n)).cloned().collect();
-        if !unknown.is_empty() {
-            return Err(UnknownCells(unknown));
-        }
-        let mut named = named;
+    pub fn new(mut named: BTreeMap<String, Record>) -> Result<Results, UnknownCells> {
         let records = cells::cells().into_iter().filter_map(|c| named.remove(&c.name()).map(|r| (c, r))).collect();
+        if !named.is_empty() {
+            return Err(UnknownCells(named.into_keys().collect()));
+        }
         Ok(Results { records })
     }
 

@@ -14,7 +14,7 @@ use super::{
     PHASES, TRIE_OPS,
 };
 use crate::report::results::Results;
-use crate::report::{grouped, human};
+use crate::report::{grouped, human, int, mib};
 
 /// `docs/kv.md`, section by section.
 pub(super) fn document(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: &str, date: &str) -> String {
@@ -95,10 +95,6 @@ fn intro(md: &mut String, command: &str, date: &str) {
     md.push('\n');
 }
 
-fn int(v: f64) -> String {
-    grouped(v.round().max(0.0) as u64)
-}
-
 /// `v` to three significant digits, grouped: `12,300,000`.
 fn approx(v: f64) -> String {
     if !v.is_finite() || v <= 0.0 {
@@ -116,10 +112,6 @@ fn percent(fraction: f64) -> String {
     }
     let decimals = (2 - p.log10().floor() as i32).clamp(0, 9) as usize;
     format!("{p:.decimals$}%")
-}
-
-fn mib(pages: u64) -> String {
-    format!("{:.1}", (pages * ic::WASM_PAGE_BYTES) as f64 / (1u64 << 20) as f64)
 }
 
 fn backend_header(first: &str) -> String {
