@@ -172,12 +172,7 @@ impl TempDb {
     /// Opens the file with the recommended profile and both layouts' tables, as the canister
     /// does on install and after every upgrade.
     fn open(&self) -> Result<Connection> {
-        let conn = Connection::open(&self.path)?;
-        pragma::DEFAULT.apply(&conn)?;
-        for layout in Layout::ALL {
-            sqlite::create(&conn, layout)?;
-        }
-        Ok(conn)
+        prepared(Connection::open(&self.path)?)
     }
 }
 
@@ -189,7 +184,11 @@ impl Drop for TempDb {
 
 /// A `:memory:` database with the recommended profile and both tables.
 fn open_in_memory() -> Result<Connection> {
-    let conn = Connection::open_in_memory()?;
+    prepared(Connection::open_in_memory()?)
+}
+
+/// `conn` under the recommended profile with both layouts' tables.
+fn prepared(conn: Connection) -> Result<Connection> {
     pragma::DEFAULT.apply(&conn)?;
     for layout in Layout::ALL {
         sqlite::create(&conn, layout)?;

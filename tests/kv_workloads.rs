@@ -124,7 +124,7 @@ fn same_seed_gives_same_data_and_items_do_not_depend_on_other_indexes() -> Resul
     assert_eq!(factory.key_seeds_in(400..410).collect::<Vec<_>>(), seeds[400..410]);
     assert_ne!(seeds, NodeFactory::new(51, 1000, 0, 999).key_seeds().collect::<Vec<_>>());
     // Another factory drawing key seed k produces the identical object.
-    assert_eq!(NodeFactory::object(seeds[10]), factory.iter().nth(10).expect("10 < 1000"));
+    assert_eq!(NodeObject::from_key_seed(seeds[10]), factory.iter().nth(10).expect("10 < 1000"));
     Ok(())
 }
 
@@ -419,7 +419,7 @@ fn nodestore_fails_on_a_wrong_value_a_nonempty_store_or_no_objects() -> Result<(
     for phase in [Phase::Inserts, Phase::BatchInsert] {
         nodestore::run_phase(&mut store, phase, 500, SEED, &NoProbe)?;
     }
-    let first = NodeFactory::object(Phase::Inserts.factory(500, SEED).key_seed(0));
+    let first = NodeObject::from_key_seed(Phase::Inserts.factory(500, SEED).key_seed(0));
     store.remove(&first.hash)?;
     let err = nodestore::run_phase(&mut store, Phase::OrderedFetch, 500, SEED, &NoProbe).expect_err("lost object");
     assert!(matches!(&err, Error::WrongResult(m) if m.contains("ordered_fetch")), "{err}");

@@ -364,7 +364,7 @@ impl NodeObject {
 
 /// rippled's NodeStore test `NodeFactory`: `count` objects whose key seeds are drawn uniformly
 /// on `min_key..=max_key`, with replacement, from a stream seeded by `seed`. Each object is a pure
-/// function of its key seed ([`NodeFactory::object`]), so a duplicate key seed is a duplicate
+/// function of its key seed ([`NodeObject::from_key_seed`]), so a duplicate key seed is a duplicate
 /// object, byte for byte.
 ///
 /// The draws are one sequential stream, but draw `i` is the stream's `i`-th word, so iterating
@@ -414,19 +414,9 @@ impl NodeFactory {
         rng_in(domain::NODE_KEYS, self.seed, 0)
     }
 
-    /// The object of key seed `key_seed` ([`NodeObject::from_key_seed`]).
-    pub fn object(key_seed: u64) -> NodeObject {
-        NodeObject::from_key_seed(key_seed)
-    }
-
     /// The `count` objects, in order; call again to iterate again ("reset").
     pub fn iter(&self) -> impl Iterator<Item = NodeObject> + '_ {
         self.key_seeds().map(NodeObject::from_key_seed)
-    }
-
-    /// The objects of draws `range` (clipped to `0..count`), in order.
-    pub fn iter_in(&self, range: Range<u64>) -> impl Iterator<Item = NodeObject> + '_ {
-        self.key_seeds_in(range).map(NodeObject::from_key_seed)
     }
 }
 

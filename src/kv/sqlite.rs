@@ -134,16 +134,6 @@ impl<'c> SqliteKv<'c> {
     pub fn new(conn: &'c Connection, layout: Layout) -> Self {
         SqliteKv { conn, layout }
     }
-
-    /// The layout this store reads and writes.
-    pub fn layout(&self) -> Layout {
-        self.layout
-    }
-
-    /// The connection this store runs on.
-    pub fn connection(&self) -> &'c Connection {
-        self.conn
-    }
 }
 
 impl KvStore for SqliteKv<'_> {

@@ -26,11 +26,6 @@ impl<M: Memory> StableKv<M> {
     pub fn map(&self) -> &StableBTreeMap<Key, Vec<u8>, M> {
         &self.map
     }
-
-    /// Gives the memory back (to re-`init` it, as `post_upgrade` does).
-    pub fn into_memory(self) -> M {
-        self.map.into_memory()
-    }
 }
 
 impl<M: Memory> KvStore for StableKv<M> {
