@@ -84,7 +84,7 @@ struct Counter;
 
 impl Probe for Counter {
     fn instructions(&self) -> u64 {
-        ic_cdk::api::performance_counter(0)
+        crate::limits::instructions()
     }
     fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
         let _scope = bench_scope(name);
@@ -119,12 +119,12 @@ fn trie_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
     // The setup is recorded as scope `setup` (outside `total`): what loading the data set costs in
     // one go, and how much heap and stable memory it takes, so the report can say which setups
     // only canbench can run in one message and where the heap would run out.
-    let (heap_s, stable_s, start) = (pages().0, pages().1, ic_cdk::api::performance_counter(0));
+    let ((heap_s, stable_s), start) = (pages(), Counter.instructions());
     trie::load(store, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
     let (heap0, stable0) = pages();
     let setup = Measurement {
         calls: 1,
-        instructions: ic_cdk::api::performance_counter(0) - start,
+        instructions: Counter.instructions() - start,
         heap_increase: heap0 - heap_s,
         stable_memory_increase: stable0 - stable_s,
     };
@@ -141,11 +141,9 @@ fn trie_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
         heap_increase: heap1 - heap0,
         stable_memory_increase: stable1 - stable0,
     };
-    let w_avg = Measurement {
-        calls: samples.trimmed().len() as u64,
-        instructions: samples.trimmed_sum(),
-        ..Measurement::default()
-    };
+    let trimmed = samples.trimmed();
+    let w_avg =
+        Measurement { calls: trimmed.len() as u64, instructions: trimmed.iter().sum(), ..Measurement::default() };
     BenchResult {
         total,
         scopes: BTreeMap::from([(scopes::SETUP.to_string(), setup), (scopes::W_AVG.to_string(), w_avg)]),
@@ -166,10 +164,14 @@ fn trie_upgrade(name: &str, cell: &Cell) -> BenchResult {
         let _load = bench_scope(scopes::LOAD);
         loaded = Some(HeapKv::load(&memory));
     });
-    let mut loaded = loaded.expect("bench_fn ran").unwrap_or_else(|e| fail(name, "load", e));
-    let (want, got) = (heap.len().unwrap_or(0), loaded.len().unwrap_or(0));
-    if want != got || want != data.len() {
-        fail(name, "verify", format!("{got} keys read back, {want} saved, {} expected", data.len()));
+    let loaded = loaded.expect("bench_fn ran").unwrap_or_else(|e| fail(name, "load", e));
+    // Every key and value read back, and the data set all there.
+    if loaded != heap || heap.map().len() as u64 != data.len() {
+        fail(
+            name,
+            "verify",
+            format!("{} keys read back, {} saved, {} expected", loaded.map().len(), heap.map().len(), data.len()),
+        );
     }
     result
 }

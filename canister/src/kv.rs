@@ -82,13 +82,6 @@ thread_local! {
     static TABLES: [Flag<bool>; 2] = const { [Flag::new(false), Flag::new(false)] };
 }
 
-fn table_flag(layout: Layout) -> usize {
-    match layout {
-        Layout::WithoutRowid => 0,
-        Layout::Rowid => 1,
-    }
-}
-
 /// Runs `f` on `backend`. With `create`, a missing SQLite table is created first (updates);
 /// without, `f` gets `None` when it does not exist (queries, which cannot create it), and SQLite
 /// reads run under the query budget (a `count(*)` over a large table stops with
@@ -100,14 +93,15 @@ fn with_store<T>(
 ) -> Result<T, Error> {
     Ok(match Layout::of(backend.into()) {
         Some(layout) => db::with_conn(|conn| {
-            let known = TABLES.with(|t| t[table_flag(layout)].get());
+            let known = TABLES.with(|t| t[layout as usize].get());
             if !known {
                 if create {
                     sqlite::create(conn, layout)?;
+                    sqlite::prepare(conn, layout)?;
                 } else if !sqlite::exists(conn, layout)? {
                     return f(None);
                 }
-                TABLES.with(|t| t[table_flag(layout)].set(true));
+                TABLES.with(|t| t[layout as usize].set(true));
             }
             let mut store = SqliteKv::new(conn, layout);
             if create {
@@ -131,14 +125,18 @@ fn with_store<T>(
 }
 
 /// Opens every backend once per instance (`init`, `post_upgrade`): the `StableBTreeMap`'s header
-/// is read and the SQLite tables looked up here, in an update context, because queries cannot
-/// keep anything in the heap and would otherwise repeat both on every call until an update ran.
+/// is read, the SQLite tables looked up and their statements prepared here, in an update context,
+/// because queries cannot keep anything in the heap and would otherwise repeat all three on every
+/// call until an update ran.
 pub fn open() {
     STABLE.with(|_| ());
     if let Err(e) = db::with_conn(|conn| -> stablebench::Result<()> {
         for layout in Layout::ALL {
             let present = sqlite::exists(conn, layout)?;
-            TABLES.with(|t| t[table_flag(layout)].set(present));
+            if present {
+                sqlite::prepare(conn, layout)?;
+            }
+            TABLES.with(|t| t[layout as usize].set(present));
         }
         Ok(())
     }) {

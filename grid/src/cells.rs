@@ -58,11 +58,6 @@ impl Backend {
             }
         }
     }
-
-    /// Finds a backend by name.
-    pub fn by_name(name: &str) -> Option<Backend> {
-        BACKENDS.into_iter().find(|b| b.name() == name)
-    }
 }
 
 /// Whether the caches a running canister has are warm, or empty as after an upgrade.

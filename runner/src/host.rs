@@ -16,7 +16,7 @@ use wasmtime::{Caller, Global, Linker, Memory, Val};
 /// 4 KiB: the OS page, the unit of the dirty-page fee and the page budgets.
 pub const OS_PAGE: u64 = 4096;
 /// 64 KiB: the wasm page, the unit of `stable64_size` and `stable64_grow`.
-pub const WASM_PAGE: u64 = 65_536;
+pub const WASM_PAGE: u64 = stablebench_grid::ic::WASM_PAGE_BYTES;
 /// Fee per 4 KiB page a message writes to stable memory for the first time
 /// (`DEFAULT_DIRTY_PAGE_OVERHEAD`, application subnets).
 pub const DIRTY_PAGE_FEE: u64 = 1_000;

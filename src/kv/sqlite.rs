@@ -113,6 +113,16 @@ pub fn create(conn: &Connection, layout: Layout) -> Result<()> {
     Ok(())
 }
 
+/// Prepares the layout's statements into the connection's statement cache. A canister calls it in
+/// an update (`init`, `post_upgrade`, the call that creates the table): a query's heap changes are
+/// discarded, so a statement first prepared in a query is parsed again by every query.
+pub fn prepare(conn: &Connection, layout: Layout) -> Result<()> {
+    for sql in [layout.get_sql(), layout.put_sql(), layout.remove_sql(), layout.len_sql()] {
+        conn.prepare_cached(sql)?;
+    }
+    Ok(())
+}
+
 /// Whether the layout's table exists (a query cannot create it; it can answer "no value").
 pub fn exists(conn: &Connection, layout: Layout) -> Result<bool> {
     let found: Option<i64> = conn
