@@ -164,6 +164,12 @@ impl Cell {
         }
     }
 
+    /// The cell of users/orders step `bench` under pragma profile `profile` (SQLite; the step's
+    /// sizes are in its name, so `size` is 0).
+    pub const fn users_orders(bench: Bench, profile: Profile) -> Cell {
+        Cell { op: Op::UsersOrders(bench), size: 0, backend: Backend::Sqlite, profile: Some(profile) }
+    }
+
     /// The canbench name (see the module documentation for the pattern).
     pub fn name(&self) -> String {
         let base = match self.op {
@@ -218,7 +224,7 @@ pub fn cells() -> Vec<Cell> {
             if b == Bench::DeleteOrders100kRollback && !p.atomic {
                 continue;
             }
-            out.push(Cell { op: Op::UsersOrders(b), size: 0, backend: Backend::Sqlite, profile: Some(p) });
+            out.push(Cell::users_orders(b, p));
         }
     }
     for backend in BACKENDS {

@@ -104,9 +104,10 @@ impl Bench {
         }
     }
 
-    /// The name of this benchmark under `profile`: `<name>_<profile>`, as canbench sees it.
+    /// The name of this benchmark under `profile`, as canbench sees it: its grid cell's name
+    /// (`<name>_<profile>`).
     pub fn profiled_name(self, profile: &Profile) -> String {
-        format!("{}_{}", self.name(), profile.name)
+        crate::cells::Cell::users_orders(self, *profile).name()
     }
 
     /// Finds a benchmark by its name without the profile.

@@ -249,13 +249,14 @@ pub struct KvReport {
 /// objects (see [`Hits`]), or `None` where they are not known; `command` is how the results were
 /// produced and `date` when.
 pub fn generate(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: &str, date: &str) -> KvReport {
+    let (patterns, dbweight) = (markdown::patterns(results), markdown::dbweight_table(results));
     KvReport {
-        markdown: markdown::document(results, hits, command, date),
+        markdown: markdown::document(results, hits, command, date, &patterns, &dbweight),
         trie_svg: chart::trie(results),
         nodestore_svg: chart::nodestore(results),
-        readme_dbweight: markdown::readme_dbweight(results),
+        readme_dbweight: markdown::readme_dbweight(results, &dbweight),
         readme_nodestore: markdown::nodestore_summary(results),
-        patterns: markdown::patterns(results),
+        patterns,
     }
 }
 

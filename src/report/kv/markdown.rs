@@ -16,15 +16,23 @@ use super::{
 use crate::report::results::Results;
 use crate::report::{grouped, human, int, mib};
 
-/// `docs/kv.md`, section by section.
-pub(super) fn document(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: &str, date: &str) -> String {
+/// `docs/kv.md`, section by section; `patterns` and `dbweight` are [`patterns`] and
+/// [`dbweight_table`] of `results`, made once for this document and the README.
+pub(super) fn document(
+    results: &Results,
+    hits: &dyn Fn(u64) -> Option<Hits>,
+    command: &str,
+    date: &str,
+    patterns: &str,
+    dbweight: &str,
+) -> String {
     let mut md = String::new();
     intro(&mut md, command, date);
-    let _ = write!(md, "## Which backend for which pattern\n\n{}\n", patterns(results));
+    let _ = write!(md, "## Which backend for which pattern\n\n{patterns}\n");
     trie_section(&mut md, results);
     let _ = write!(md, "## IC DbWeight ({} keys)\n\n", grouped(DB_WEIGHT_SIZE));
     md.push_str(&dbweight_intro());
-    md.push_str(&dbweight_table(results));
+    md.push_str(dbweight);
     md.push('\n');
     upgrade_section(&mut md, results);
     nodestore_section(&mut md, results, hits);
@@ -198,11 +206,11 @@ pub(super) fn dbweight_table(results: &Results) -> String {
     t
 }
 
-/// The README's DbWeight section: the table, then the prices its cycles come from.
-pub(super) fn readme_dbweight(results: &Results) -> String {
-    let table = dbweight_table(results);
+/// The README's DbWeight section: `table` ([`dbweight_table`] of `results`), then the prices its
+/// cycles come from.
+pub(super) fn readme_dbweight(results: &Results, table: &str) -> String {
     if db_weights(results).iter().all(|w| w.values().iter().all(Option::is_none)) {
-        return table;
+        return table.to_string();
     }
     format!(
         "{table}\nw_avg per operation at {} keys. Cycles: {} per instruction in an update on a {}-node subnet; the\n\
