@@ -5,8 +5,9 @@
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
 #               candid:service metadata, checked against canister/stablebench.did.
-# bench      -> target/canister/stablebench_bench.wasm: the same canister plus the nine
-#               `__canbench__*` benchmark queries (cargo feature `canbench`).
+# bench      -> target/canister/stablebench_bench.wasm: the benchmark canister (cargo feature
+#               `canbench`): the same canister plus one `__canbench__*` query per cell of the grid
+#               and the live benchmark methods, checked against canister/stablebench_bench.did.
 # Both are built for wasm32-wasip1 with the `canister` profile and converted by wasi2ic, which
 # replaces the WASI imports with ic-wasi-polyfill's implementations over stable memory.
 source "$(dirname "$0")/lib.sh"
@@ -30,22 +31,28 @@ build() {
   "$WASI2IC" -q "target/$WASM_TARGET/canister/stablebench_canister.wasm" "$OUT_DIR/$name.wasm"
 }
 
+# check_and_embed NAME: fails if the wasm's methods (canister_update/query exports) and
+# canister/NAME.did disagree either way, then embeds the .did as public candid:service metadata
+# (the Candid UI and `stablebench-runner call` read it). Other exports (lifecycle hooks, the WASI
+# polyfill's __ic_custom_* functions) are not methods: they are listed as hidden so that only
+# methods are compared.
+check_and_embed() {
+  local name=$1 did=canister/$1.did
+  "$IC_WASM" "$OUT_DIR/$name.wasm" info \
+    | sed -n '/^Exported methods: \[/,/^]/s/^ *"\(.*\) (.*)",\{0,1\}$/\1/p' \
+    | grep -v -E '^canister_(update|query|composite_query) ' > "$OUT_DIR/$name.hidden-endpoints.txt" || true
+  "$IC_WASM" "$OUT_DIR/$name.wasm" check-endpoints --candid "$did" \
+    --hidden "$OUT_DIR/$name.hidden-endpoints.txt" >&2 || die "the methods of $name.wasm differ from $did"
+  # After the check: check-endpoints reads an embedded candid:service before its --candid file.
+  "$IC_WASM" "$OUT_DIR/$name.wasm" -o "$OUT_DIR/$name.wasm" metadata candid:service -f "$did" -v public
+}
+
 if [ "$variant" = production ] || [ "$variant" = all ]; then
   build stablebench
-  did=canister/stablebench.did
-  # Fails if the wasm's methods (canister_update/query exports) and the .did disagree either way.
-  # Other exports (lifecycle hooks, the WASI polyfill's __ic_custom_* functions) are not methods:
-  # they are listed as hidden so that only methods are compared.
-  "$IC_WASM" "$OUT_DIR/stablebench.wasm" info \
-    | sed -n '/^Exported methods: \[/,/^]/s/^ *"\(.*\) (.*)",\{0,1\}$/\1/p' \
-    | grep -v -E '^canister_(update|query|composite_query) ' > "$OUT_DIR/hidden-endpoints.txt" || true
-  "$IC_WASM" "$OUT_DIR/stablebench.wasm" check-endpoints --candid "$did" \
-    --hidden "$OUT_DIR/hidden-endpoints.txt" >&2 || die "the wasm's methods differ from $did"
-  # After the check: check-endpoints reads an embedded candid:service before its --candid file.
-  "$IC_WASM" "$OUT_DIR/stablebench.wasm" -o "$OUT_DIR/stablebench.wasm" \
-    metadata candid:service -f "$did" -v public
+  check_and_embed stablebench
 fi
 if [ "$variant" = bench ] || [ "$variant" = all ]; then
   build stablebench_bench --features canbench
+  check_and_embed stablebench_bench
 fi
 log "done: $(cd "$OUT_DIR" && ls -1 *.wasm* | tr '\n' ' ')"

@@ -35,6 +35,8 @@ done
 
 log "running the workspace tests"
 cargo test --workspace --locked --release
+# The benchmark canister's interface (feature canbench) against canister/stablebench_bench.did.
+cargo test --locked --release -p stablebench-canister --features canbench did_file
 
 log "loading a data set in budgeted calls with scripts/load.sh, twice (the second run must add nothing)"
 load_state=$(mktemp -d)

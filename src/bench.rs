@@ -37,28 +37,88 @@ pub struct Outcome {
     pub orders: u64,
 }
 
-/// How much of the workload a benchmark's setup builds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Stage {
+/// One step of a benchmark's setup. The canbench benchmarks run them all in one message; the
+/// benchmark canister's `bench_setup` runs them call by call under an instruction budget, each
+/// step resumable at a row offset, so that a setup larger than one message can still be built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupStep {
+    /// Both tables.
     Schema,
+    /// All users, in one transaction per call.
     Users,
+    /// All orders, in one transaction per call.
     Orders,
-    Indexed,
-    IndexedEmptyOrders,
+    /// Both indexes, one statement.
+    Indexes,
+    /// `DELETE FROM orders`, one statement (the indexed 1M insert starts from an indexed,
+    /// empty orders table whose pages are on the freelist).
+    DeleteAllOrders,
 }
 
-fn stage(b: Bench) -> Stage {
+impl SetupStep {
+    /// Its name in progress reports.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SetupStep::Schema => "schema",
+            SetupStep::Users => "users",
+            SetupStep::Orders => "orders",
+            SetupStep::Indexes => "indexes",
+            SetupStep::DeleteAllOrders => "delete_all_orders",
+        }
+    }
+
+    /// Units of work of the step at `sizes`: rows for the loads, 1 for a statement.
+    pub const fn units(self, sizes: Sizes) -> u64 {
+        match self {
+            SetupStep::Users => sizes.users,
+            SetupStep::Orders => sizes.orders,
+            SetupStep::Schema | SetupStep::Indexes | SetupStep::DeleteAllOrders => 1,
+        }
+    }
+
+    /// Continues the step from unit `done` until it is complete or `meter` runs out (checked
+    /// every few hundred rows; a one-statement step always completes); returns the units done
+    /// afterwards. Each call commits what it did.
+    pub fn run(self, conn: &mut Connection, sizes: Sizes, done: u64, meter: &dyn Meter) -> Result<u64> {
+        let units = self.units(sizes);
+        if done >= units {
+            return Ok(units);
+        }
+        Ok(match self {
+            SetupStep::Schema => {
+                create_schema(conn)?;
+                1
+            }
+            SetupStep::Users => done + workload::insert_users(conn, done, units - done, meter)?,
+            SetupStep::Orders => done + workload::insert_orders(conn, done, units - done, sizes.users, meter)?,
+            SetupStep::Indexes => {
+                create_indexes(conn)?;
+                1
+            }
+            SetupStep::DeleteAllOrders => {
+                workload::delete_all_orders(conn)?;
+                1
+            }
+        })
+    }
+}
+
+/// The setup of each benchmark, step by step.
+fn setup_steps(b: Bench) -> &'static [SetupStep] {
+    use SetupStep::*;
     match b {
-        Bench::InsertUsers => Stage::Schema,
-        Bench::InsertOrders => Stage::Users,
-        Bench::CreateIndexes => Stage::Orders,
-        Bench::InsertOrders1mIndexed => Stage::IndexedEmptyOrders,
-        _ => Stage::Indexed,
+        Bench::InsertUsers => &[Schema],
+        Bench::InsertOrders => &[Schema, Users],
+        Bench::CreateIndexes => &[Schema, Users, Orders],
+        Bench::InsertOrders1mIndexed => &[Schema, Users, Orders, Indexes, DeleteAllOrders],
+        _ => &[Schema, Users, Orders, Indexes],
     }
 }
 
 /// Runs a [`Bench`] on a connection (`use stablebench::bench::BenchRun`).
 pub trait BenchRun {
+    /// The steps of [`BenchRun::setup`], for a caller that runs them one budgeted call at a time.
+    fn setup_steps(self) -> &'static [SetupStep];
     /// Builds the state the measured step starts from (as the reference does: schema, users,
     /// orders, indexes as needed; for the indexed 1M insert, all orders are then deleted).
     fn setup(self, conn: &mut Connection, sizes: Sizes) -> Result<()>;
@@ -74,20 +134,13 @@ pub trait BenchRun {
 }
 
 impl BenchRun for Bench {
+    fn setup_steps(self) -> &'static [SetupStep] {
+        setup_steps(self)
+    }
+
     fn setup(self, conn: &mut Connection, sizes: Sizes) -> Result<()> {
-        let stage = stage(self);
-        create_schema(conn)?;
-        if stage >= Stage::Users {
-            workload::insert_users(conn, 0, sizes.users, &NoLimit)?;
-        }
-        if stage >= Stage::Orders {
-            workload::insert_orders(conn, 0, sizes.orders, sizes.users, &NoLimit)?;
-        }
-        if stage >= Stage::Indexed {
-            create_indexes(conn)?;
-        }
-        if stage == Stage::IndexedEmptyOrders {
-            workload::delete_all_orders(conn)?;
+        for step in setup_steps(self) {
+            step.run(conn, sizes, 0, &NoLimit)?;
         }
         Ok(())
     }

@@ -28,13 +28,16 @@ pub struct Batch {
     pub next_offset: u64,
     /// True when every row of `offset .. offset + count` is present.
     pub complete: bool,
+    /// Instructions the call had executed when the job finished (the IC performance counter:
+    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
+    pub instructions: u64,
 }
 
 /// Loads users `offset .. offset + count` (ids `offset + 1 ..`), continuing from the rows already
 /// present: rows that exist are skipped, so repeating a call changes nothing. An offset past the
 /// table's end would leave a gap in the ids and is refused.
 pub fn load_users(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Meter) -> Result<Batch> {
-    load(conn, Table::Users, offset, count, |conn, start, n| workload::insert_users(conn, start, n, meter))
+    load(conn, Table::Users, offset, count, meter, |conn, start, n| workload::insert_users(conn, start, n, meter))
 }
 
 /// Loads orders for generator indexes `offset .. offset + count`, spread over the users present,
@@ -44,7 +47,9 @@ pub fn load_orders(conn: &mut Connection, offset: u64, count: u64, meter: &dyn M
     if users == 0 {
         return Err(Error::InvalidArgument("there are no users yet: load users first".into()));
     }
-    load(conn, Table::Orders, offset, count, |conn, start, n| workload::insert_orders(conn, start, n, users, meter))
+    load(conn, Table::Orders, offset, count, meter, |conn, start, n| {
+        workload::insert_orders(conn, start, n, users, meter)
+    })
 }
 
 fn load(
@@ -52,6 +57,7 @@ fn load(
     table: Table,
     offset: u64,
     count: u64,
+    meter: &dyn Meter,
     insert: impl FnOnce(&mut Connection, u64, u64) -> Result<u64>,
 ) -> Result<Batch> {
     if count == 0 {
@@ -75,7 +81,7 @@ fn load(
     }
     let start = next.max(offset);
     let inserted = if start < end { insert(conn, start, end - start)? } else { 0 };
-    Ok(Batch { inserted, next_offset: start + inserted, complete: start + inserted >= end })
+    Ok(Batch { inserted, next_offset: start + inserted, complete: start + inserted >= end, instructions: meter.used() })
 }
 
 /// Runs `f` with SQLite's progress handler checking `meter`: a statement still running when the
@@ -115,6 +121,9 @@ pub struct IndexProgress {
     pub remaining: Vec<String>,
     /// True when all indexes exist.
     pub complete: bool,
+    /// Instructions the call had executed when the job finished (the IC performance counter:
+    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
+    pub instructions: u64,
 }
 
 /// The index a `CREATE INDEX IF NOT EXISTS <name> ON ...` statement creates.
@@ -156,7 +165,7 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
         .map(|s| index_name(s).to_string())
         .filter(|n| !existing.contains(n) && !created.contains(n))
         .collect();
-    Ok(IndexProgress { complete: remaining.is_empty(), created, remaining })
+    Ok(IndexProgress { complete: remaining.is_empty(), created, remaining, instructions: meter.used() })
 }
 
 /// What one call of [`delete_orders_of_users`] did.
@@ -169,6 +178,9 @@ pub struct Deleted {
     pub next_order_id: u64,
     /// True when every order has been processed.
     pub complete: bool,
+    /// Instructions the call had executed when the job finished (the IC performance counter:
+    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
+    pub instructions: u64,
 }
 
 /// Deletes the orders of users `1 ..= max_user_id` with ids above `from_order_id`, one window of
@@ -201,5 +213,5 @@ pub fn delete_orders_of_users(
     }
     tx.commit()?;
     let next_order_id = after.max(from_order_id as i64) as u64;
-    Ok(Deleted { deleted, next_order_id, complete: after >= last })
+    Ok(Deleted { deleted, next_order_id, complete: after >= last, instructions: meter.used() })
 }

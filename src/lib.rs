@@ -32,6 +32,11 @@ pub trait Meter {
     fn exhausted(&self) -> bool;
     /// The budget, for error messages.
     fn budget(&self) -> u64;
+    /// Instructions used so far, reported in a job's reply (the canister reads the IC's
+    /// performance counter; meters without a counter report 0).
+    fn used(&self) -> u64 {
+        0
+    }
 }
 
 /// A [`Meter`] that never runs out (benchmarks, native tests).

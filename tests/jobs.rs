@@ -61,7 +61,7 @@ fn a_load_in_budgeted_batches_equals_one_big_load_and_retries_add_nothing() -> R
         // Retrying even older cursors adds nothing either.
         assert_eq!(
             jobs::load_users(&mut c, 0, 1, &NoLimit)?,
-            Batch { inserted: 0, next_offset: offset, complete: true }
+            Batch { inserted: 0, next_offset: offset, complete: true, instructions: 0 }
         );
     }
     // 5,000 rows at most 1,024 a call (the fourth check, at row 1,024, stops it): 5 calls or more.
@@ -70,7 +70,7 @@ fn a_load_in_budgeted_batches_equals_one_big_load_and_retries_add_nothing() -> R
     let distinct: i64 = c.query_row("SELECT count(DISTINCT email) FROM users", (), |r| r.get(0))?;
     assert_eq!(distinct, 5_000);
     let b = jobs::load_orders(&mut c, 0, 30_000, &NoLimit)?;
-    assert_eq!(b, Batch { inserted: 30_000, next_offset: 30_000, complete: true });
+    assert_eq!(b, Batch { inserted: 30_000, next_offset: 30_000, complete: true, instructions: 0 });
     let (n, sum) = oracle::join(5_000, 30_000, 50);
     let rows = stablebench::query::query_rows(&c, &workload::select_join_sql(50), QueryLimits::UNLIMITED, &NoLimit)?;
     assert_eq!((rows.rows.len() as u64, oracle::checksum(&rows)), (n, sum));

@@ -16,6 +16,10 @@
 //! - NodeStore: the six phases (plus the intended 50/50) as scopes in `bench_fn`, `total` their
 //!   sum (each phase's objects are made before it and its fetches checked after it, outside the
 //!   scopes), then the hit counts against the model.
+//!
+//! The measured steps ([`measure`]) are shared with the benchmark canister's live API
+//! (`live.rs`), which builds the same setup call by call on a live canister and then runs exactly
+//! this code, so that canbench and a dfx user measure the same thing.
 
 use std::collections::BTreeMap;
 
@@ -26,10 +30,10 @@ use stablebench::kv::heap::HeapKv;
 use stablebench::kv::sqlite::{self, Layout, SqliteKv};
 use stablebench::kv::stable::StableKv;
 use stablebench::kv::{nodestore, trie, KvStore, Probe};
-use stablebench::pragma::Profile;
 use stablebench::query::Rows;
 use stablebench_grid::cells::{self, Backend, Cache, Cell, Op};
 use stablebench_grid::ic::memory_ids;
+use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
 
 use crate::db;
@@ -37,35 +41,78 @@ use crate::db;
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
 
 /// Rows per transaction when a benchmark's setup loads a key-value data set (never measured).
-const SETUP_BATCH: usize = 10_000;
+pub const SETUP_BATCH: usize = 10_000;
 
 fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
     ic_cdk::trap(format!("{name}: {step}: {e}"))
 }
 
-/// Runs the cell named `name` (the generated functions call this with their own name).
+/// Runs the cell named `name` (the generated functions call this with their own name): a fresh
+/// store, the setup in one go, then the measured step; a failure or a wrong result traps.
 pub fn run(name: &str) -> BenchResult {
     let cell = cells::by_name(name).unwrap_or_else(|| fail(name, "lookup", "no such cell in the grid"));
-    match cell.op {
-        Op::UsersOrders(b) => users_orders(name, b, cell.profile.expect("users/orders cells have a profile")),
-        Op::TrieRead(_) | Op::TrieWrite(_) => with_store(name, &cell, |store| trie_cell(name, &cell, store)),
-        Op::TrieUpgrade => trie_upgrade(name, &cell),
-        Op::NodeStore => with_store(name, &cell, |store| nodestore_cell(name, &cell, store)),
+    let (result, oracle) = match cell.op {
+        Op::UsersOrders(b) => {
+            let profile = cell.profile.expect("users/orders cells have a profile");
+            // A fresh, empty database with this profile (the query's changes are discarded afterwards).
+            db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
+            db::with_conn(|conn| b.setup(conn, Sizes::REFERENCE)).unwrap_or_else(|e| fail(name, "setup", e));
+            measure_users_orders(b)
+        }
+        Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(name, &cell, |store| {
+            let setup = trie_setup(name, &cell, store);
+            let mut measured = measure_trie(&cell, store);
+            if let Ok((result, _)) = &mut measured {
+                result.scopes.insert(scopes::SETUP.to_string(), setup);
+            }
+            measured
+        }),
+        Op::TrieUpgrade => {
+            let mut heap = HeapKv::default();
+            let data = TrieDataset { size: cell.size, seed: KV_SEED };
+            trie::load(&mut heap, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
+            measure_trie_upgrade(&cell, &heap)
+        }
+        Op::NodeStore => with_fresh_store(name, &cell, |store| measure_nodestore(&cell, store)),
+    }
+    .unwrap_or_else(|e| fail(name, "run", e));
+    match oracle {
+        Oracle::Pass(_) => result,
+        Oracle::Fail(why) => fail(name, "verify", why),
     }
 }
 
-fn users_orders(name: &str, bench: Bench, profile: Profile) -> BenchResult {
+/// A measured step's canbench result and the oracle's verdict on what it returned; `Err` when the
+/// step itself failed.
+pub type Measured = Result<(BenchResult, Oracle), String>;
+
+/// Runs the measured step of a key-value cell (trie read or write, NodeStore) on `store`, which
+/// holds what the cell's setup built.
+pub fn measure_kv(cell: &Cell, store: &mut dyn KvStore) -> Measured {
+    match cell.op {
+        Op::TrieRead(_) | Op::TrieWrite(_) => measure_trie(cell, store),
+        Op::NodeStore => measure_nodestore(cell, store),
+        _ => Err(format!("{} is not a key-value store cell", cell.name())),
+    }
+}
+
+fn verdict(checked: Result<String, String>) -> Oracle {
+    match checked {
+        Ok(what) => Oracle::Pass(what),
+        Err(why) => Oracle::Fail(why),
+    }
+}
+
+/// The users/orders step `bench` on the open database, which its setup built.
+pub fn measure_users_orders(bench: Bench) -> Measured {
     let sizes = Sizes::REFERENCE;
-    // A fresh, empty database with this profile (the query's changes are discarded afterwards).
-    db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
     db::with_conn(|conn| {
-        bench.setup(conn, sizes).unwrap_or_else(|e| fail(name, "setup", e));
         let mut output = None;
         let result = bench_fn(|| output = Some(bench.run(conn, sizes)));
-        let output = output.expect("bench_fn ran the step").unwrap_or_else(|e| fail(name, "run", e));
-        bench.verify(conn, sizes, &output).unwrap_or_else(|e| fail(name, "verify", e));
+        let output = output.expect("bench_fn ran the step").map_err(|e| e.to_string())?;
+        let checked = bench.verify(conn, sizes, &output).map(|o| format!("{o:?}")).map_err(|e| e.to_string());
         report_reply_bytes(output);
-        result
+        Ok((result, verdict(checked)))
     })
 }
 
@@ -94,11 +141,12 @@ impl Probe for Counter {
 
 /// Heap and stable memory sizes in wasm pages, as canbench measures them.
 fn pages() -> (u64, u64) {
-    (core::arch::wasm32::memory_size(0) as u64, ic_cdk::stable::stable_size())
+    let page = stablebench_grid::ic::WASM_PAGE_BYTES;
+    (crate::memory::heap_bytes() / page, crate::memory::stable_bytes() / page)
 }
 
-/// Opens the cell's backend, empty, and runs `f` on it.
-fn with_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> BenchResult) -> BenchResult {
+/// Opens the cell's backend, new and empty, and runs `f` on it.
+fn with_fresh_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> Measured) -> Measured {
     match cell.backend {
         Backend::Sqlite | Backend::SqliteRowid => {
             let layout = Layout::of(cell.backend).expect("a SQLite backend");
@@ -114,26 +162,40 @@ fn with_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> Bench
     }
 }
 
-fn trie_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
+/// Loads the trie data set in one go, recorded as scope `setup` (outside `total`): what loading
+/// it costs in one message, and how much heap and stable memory it takes, so the report can say
+/// which setups only canbench can run in one message and where the heap would run out.
+fn trie_setup(name: &str, cell: &Cell, store: &mut dyn KvStore) -> Measurement {
     let data = TrieDataset { size: cell.size, seed: KV_SEED };
-    // The setup is recorded as scope `setup` (outside `total`): what loading the data set costs in
-    // one go, and how much heap and stable memory it takes, so the report can say which setups
-    // only canbench can run in one message and where the heap would run out.
     let ((heap_s, stable_s), start) = (pages(), Counter.instructions());
     trie::load(store, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
     let (heap0, stable0) = pages();
-    let setup = Measurement {
+    Measurement {
         calls: 1,
         instructions: Counter.instructions() - start,
         heap_increase: heap0 - heap_s,
         stable_memory_increase: stable0 - stable_s,
-    };
+    }
+}
+
+/// The trie read or write iterations on a store holding the cell's data set.
+fn measure_trie(cell: &Cell, store: &mut dyn KvStore) -> Measured {
+    let data = TrieDataset { size: cell.size, seed: KV_SEED };
+    let (heap0, stable0) = pages();
     let samples = match cell.op {
         Op::TrieRead(cache) => trie::read(store, &data, cache == Cache::Cold, &Counter),
         Op::TrieWrite(cache) => trie::write(store, &data, cache == Cache::Cold, &Counter),
-        _ => unreachable!("trie_cell runs trie reads and writes"),
-    }
-    .unwrap_or_else(|e| fail(name, "run", e));
+        _ => unreachable!("measure_trie runs trie reads and writes"),
+    };
+    // trie::read and trie::write check every value against the data set: a wrong one is the
+    // oracle's verdict, any other error a failed step.
+    let samples = match samples {
+        Ok(samples) => samples,
+        Err(stablebench::Error::WrongResult(why)) => {
+            return Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why)))
+        }
+        Err(e) => return Err(e.to_string()),
+    };
     let (heap1, stable1) = pages();
     let total = Measurement {
         calls: samples.0.len() as u64,
@@ -144,39 +206,36 @@ fn trie_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
     let trimmed = samples.trimmed();
     let w_avg =
         Measurement { calls: trimmed.len() as u64, instructions: trimmed.iter().sum(), ..Measurement::default() };
-    BenchResult {
-        total,
-        scopes: BTreeMap::from([(scopes::SETUP.to_string(), setup), (scopes::W_AVG.to_string(), w_avg)]),
-    }
+    let checked = Ok(format!("{} iterations, every value as the data set has it", samples.0.len()));
+    Ok((BenchResult { total, scopes: BTreeMap::from([(scopes::W_AVG.to_string(), w_avg)]) }, verdict(checked)))
 }
 
-fn trie_upgrade(name: &str, cell: &Cell) -> BenchResult {
+/// The heap map's upgrade: written whole to stable memory and read back, as scopes `save` and
+/// `load`; the map read back must equal the one saved and hold the whole data set.
+pub fn measure_trie_upgrade(cell: &Cell, heap: &HeapKv) -> Measured {
     let data = TrieDataset { size: cell.size, seed: KV_SEED };
-    let mut heap = HeapKv::default();
-    trie::load(&mut heap, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
     let memory = db::memory(memory_ids::HEAP_BTREEMAP_SNAPSHOT);
+    let mut saved = Ok(0);
     let mut loaded = None;
     let result = bench_fn(|| {
         {
             let _save = bench_scope(scopes::SAVE);
-            heap.save(&memory).unwrap_or_else(|e| fail(name, "save", e));
+            saved = heap.save(&memory);
         }
         let _load = bench_scope(scopes::LOAD);
         loaded = Some(HeapKv::load(&memory));
     });
-    let loaded = loaded.expect("bench_fn ran").unwrap_or_else(|e| fail(name, "load", e));
-    // Every key and value read back, and the data set all there.
-    if loaded != heap || heap.map().len() as u64 != data.len() {
-        fail(
-            name,
-            "verify",
-            format!("{} keys read back, {} saved, {} expected", loaded.map().len(), heap.map().len(), data.len()),
-        );
-    }
-    result
+    saved.map_err(|e| format!("save: {e}"))?;
+    let loaded = loaded.expect("bench_fn ran").map_err(|e| format!("load: {e}"))?;
+    let checked = if loaded == *heap && heap.map().len() as u64 == data.len() {
+        Ok(format!("{} keys read back as saved", data.len()))
+    } else {
+        Err(format!("{} keys read back, {} saved, {} expected", loaded.map().len(), heap.map().len(), data.len()))
+    };
+    Ok((result, verdict(checked)))
 }
 
-fn nodestore_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResult {
+fn measure_nodestore(cell: &Cell, store: &mut dyn KvStore) -> Measured {
     let mut run = None;
     let mut result = bench_fn(|| run = Some(nodestore::run(store, cell.size, nodestore::SEED, &Counter)));
     // `total` is the phases themselves: generating each phase's objects and checking what it
@@ -184,11 +243,13 @@ fn nodestore_cell(name: &str, cell: &Cell, store: &mut dyn KvStore) -> BenchResu
     // `calls` stays bench_fn's 1: the phases are one benchmark, not seven messages, so the runner's
     // per-call limits check sees the whole run.
     result.total.instructions = result.scopes.values().map(|m| m.instructions).sum();
-    let run = run.expect("bench_fn ran").unwrap_or_else(|e| fail(name, "run", e));
+    let run = run.expect("bench_fn ran").map_err(|e| e.to_string())?;
     let expected = nodestore::expected(cell.size, nodestore::SEED);
-    if run != expected {
-        fail(name, "verify", format!("got {run:?}, expected {expected:?}"));
-    }
-    ic_cdk::api::debug_print(format!("stablebench: nodestore_hits={:?}", run.hits));
-    result
+    let checked = if run == expected {
+        ic_cdk::api::debug_print(format!("stablebench: nodestore_hits={:?}", run.hits));
+        Ok(format!("hits {:?} as the model predicts", run.hits))
+    } else {
+        Err(format!("got {run:?}, expected {expected:?}"))
+    };
+    Ok((result, verdict(checked)))
 }

@@ -31,14 +31,67 @@ pub fn open(profile: &Profile) -> Result<()> {
         config.db_file_mount_id = None;
     }
     ic_rusqlite::set_connection_config(config);
-    with_conn(|conn| profile.apply(conn))
+    OPEN_PROFILE.set("");
+    with_conn(|conn| profile.apply(conn))?;
+    OPEN_PROFILE.set(profile.name);
+    Ok(())
 }
 
-/// Closes the connection and opens it again with `profile` (the benchmarks' way to start from
-/// an empty database with another profile; before any table exists, so `page_size` applies).
-#[cfg(all(feature = "canbench", target_arch = "wasm32"))]
+thread_local! {
+    static OPEN_PROFILE: std::cell::Cell<&'static str> = const { std::cell::Cell::new("") };
+}
+
+/// The profile the open connection was opened with ("" if none): the saved profile after an
+/// upgrade, a benchmark's after the benchmark canister set one up.
+#[cfg_attr(not(feature = "canbench"), allow(dead_code))]
+pub fn open_profile() -> &'static str {
+    OPEN_PROFILE.get()
+}
+
+/// Closes the connection and opens it again with `profile` (the canbench benchmarks' way to start
+/// from an empty database with another profile: canbench's canister is freshly installed, so no
+/// table exists yet and `page_size` applies).
+#[cfg(feature = "canbench")]
 pub fn reopen(profile: &Profile) -> Result<()> {
     close();
+    open(profile)
+}
+
+/// Empties the database and opens it with `profile`, as a fresh install would have it: the
+/// benchmark canister's way to start a live benchmark. Every table (and so every index) is
+/// dropped, the page size set to the profile's and the file rebuilt by `VACUUM` (with a rollback
+/// journal on disk, the only mode in which the page size can change). A heap profile (`memory`)
+/// gets a new in-memory database and leaves the file alone.
+///
+/// The stable memory under the file does not shrink (a virtual memory never does), so a live
+/// benchmark's stable memory growth can be 0 where canbench's fresh canister grows.
+#[cfg(feature = "canbench")]
+pub fn reset(profile: &Profile) -> Result<()> {
+    close();
+    if profile.storage == stablebench::pragma::Storage::StableMemory {
+        // EXCLUSIVE first: a database left in WAL mode can then be opened without the shared
+        // memory (wal-index) that WASI does not have.
+        const EXCLUSIVE: &[stablebench::pragma::Pragma] =
+            &[stablebench::pragma::Pragma { name: "locking_mode", value: "EXCLUSIVE", why: "" }];
+        open(&Profile { pragmas: EXCLUSIVE, ..*profile })?;
+        with_conn(|conn| -> Result<()> {
+            let tables: Vec<String> = conn
+                .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")?
+                .query_map((), |r| r.get(0))?
+                .collect::<std::result::Result<_, _>>()?;
+            conn.pragma_update(None, "journal_mode", "DELETE")?;
+            // Dropping a parent table before its children would fail a foreign key check.
+            conn.pragma_update(None, "foreign_keys", "OFF")?;
+            for table in tables {
+                conn.execute_batch(&format!("DROP TABLE \"{}\"", table.replace('"', "\"\"")))?;
+            }
+            let page_size = profile.pragmas.iter().find(|p| p.name == "page_size").map_or("4096", |p| p.value);
+            conn.pragma_update(None, "page_size", page_size)?;
+            conn.execute_batch("VACUUM")?;
+            Ok(())
+        })?;
+        close();
+    }
     open(profile)
 }
 
@@ -107,6 +160,7 @@ pub fn open(profile: &Profile) -> Result<()> {
     let conn = Connection::open(path)?;
     profile.apply(&conn)?;
     NATIVE.with_borrow_mut(|c| *c = Some(conn));
+    OPEN_PROFILE.set(profile.name);
     Ok(())
 }
 

@@ -25,7 +25,7 @@ use stablebench_grid::ic::memory_ids;
 use stablebench_grid::KV_SEED;
 
 use crate::limits::{InstructionBudget, QUERY_BUDGET};
-use crate::{db, require_controller, update_budget, Batch, Error};
+use crate::{db, require_controller, update_budget, Batch, Cost, Error};
 
 /// Entries per transaction (and between two budget checks) in `kv_load`.
 const LOAD_CHUNK: u64 = 500;
@@ -86,7 +86,7 @@ thread_local! {
 /// without, `f` gets `None` when it does not exist (queries, which cannot create it), and SQLite
 /// reads run under the query budget (a `count(*)` over a large table stops with
 /// `InstructionLimit` instead of trapping at the 5 B limit).
-fn with_store<T>(
+pub(crate) fn with_store<T>(
     backend: KvBackend,
     create: bool,
     f: impl FnOnce(Option<&mut dyn KvStore>) -> stablebench::Result<T>,
@@ -150,10 +150,11 @@ fn key(bytes: &[u8]) -> Result<Key, Error> {
 
 /// Stores `value` under the 32-byte `key` in `backend`: one transaction. Controllers only.
 #[ic_cdk::update]
-fn kv_put(backend: KvBackend, key_bytes: ByteBuf, value: ByteBuf) -> Result<(), Error> {
+fn kv_put(backend: KvBackend, key_bytes: ByteBuf, value: ByteBuf) -> Result<Cost, Error> {
     require_controller()?;
     let k = key(&key_bytes)?;
-    with_store(backend, true, |s| s.expect("created").put(&k, &value))
+    with_store(backend, true, |s| s.expect("created").put(&k, &value))?;
+    Ok(Cost::now())
 }
 
 /// The value under the 32-byte `key` in `backend`, if any.
@@ -215,7 +216,23 @@ fn load(
             Err(e) => ic_cdk::trap(format!("kv_load failed after entries {offset}..{next} were written: {e}")),
         }
     }
-    Ok(Batch { inserted: next - offset, next_offset: next, complete: next >= end })
+    Ok(Batch { inserted: next - offset, next_offset: next, complete: next >= end, instructions: meter.used() })
+}
+
+/// Empties every backend, as a fresh install has them (the benchmark canister's reset, after
+/// `db::reset` emptied the database): a new `StableBTreeMap` over the old one, an empty heap map,
+/// the SQLite tables to be created again.
+#[cfg(feature = "canbench")]
+pub fn reset() {
+    STABLE.set(StableKv::new(db::memory(memory_ids::STABLE_BTREEMAP)));
+    HEAP.set(HeapKv::default());
+    TABLES.with(|t| t.iter().for_each(|f| f.set(false)));
+}
+
+/// Runs `f` on the heap map.
+#[cfg(feature = "canbench")]
+pub fn with_heap<R>(f: impl FnOnce(&HeapKv) -> R) -> R {
+    HEAP.with_borrow(f)
 }
 
 /// Writes the heap map to stable memory (`pre_upgrade`).

@@ -14,9 +14,11 @@ mod db;
 mod kv;
 mod limits;
 
-// The generated canbench queries measure wasm memory and the IC's counter: wasm32 only.
-#[cfg(all(feature = "canbench", target_arch = "wasm32"))]
+// The benchmark canister (feature `canbench`): the generated canbench queries and the live API.
+#[cfg(feature = "canbench")]
 mod benches;
+#[cfg(feature = "canbench")]
+mod live;
 
 use candid::{CandidType, Deserialize, Principal};
 use stablebench::jobs::{self, guarded};
@@ -87,6 +89,21 @@ impl From<stablebench::Error> for Error {
             E::InstructionLimit { rows_done, budget } => Error::InstructionLimit { rows_done, budget },
             e @ (E::PragmaNotApplied { .. } | E::WrongResult(_)) => Error::Internal { message: e.to_string() },
         }
+    }
+}
+
+/// What a write that has no rows to report cost.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cost {
+    /// Instructions the call had executed when it replied (the IC performance counter: decoding
+    /// the argument included, encoding the reply and the per-message fee not).
+    pub instructions: u64,
+}
+
+impl Cost {
+    /// The instructions this message has executed so far.
+    pub fn now() -> Cost {
+        Cost { instructions: limits::instructions() }
     }
 }
 
@@ -267,9 +284,10 @@ fn guarded_read<T>(
 
 /// Creates the `users` and `orders` tables if they do not exist. Controllers only.
 #[ic_cdk::update]
-fn create_schema() -> Result<(), Error> {
+fn create_schema() -> Result<Cost, Error> {
     require_controller()?;
-    db::with_conn(|conn| Ok(schema::create_schema(conn)?))
+    db::with_conn(schema::create_schema)?;
+    Ok(Cost::now())
 }
 
 /// Loads users `offset + 1 ..= offset + count` (`user{id}`, `user{id}@example.com`) in one
@@ -413,23 +431,30 @@ mod memory {
 mod candid_export {
     use super::*;
     use serde_bytes::ByteBuf;
+    #[cfg(feature = "canbench")]
+    use stablebench_grid::live::{BenchCell, BenchReport, SetupProgress};
     ic_cdk::export_candid!();
 
-    /// Checks that `stablebench.did` describes exactly the service the code exports.
-    /// Regenerate with `STABLEBENCH_REGENERATE_DID=1 cargo test -p stablebench-canister`.
+    /// The interface file of this build: the production canister's, or with feature `canbench`
+    /// the benchmark canister's (the production interface plus the live benchmark methods).
+    #[cfg(test)]
+    const DID: &str = if cfg!(feature = "canbench") { "stablebench_bench.did" } else { "stablebench.did" };
+
+    /// Checks that the `.did` file describes exactly the service the code exports. Regenerate with
+    /// `STABLEBENCH_REGENERATE_DID=1 cargo test -p stablebench-canister [--features canbench]`.
     #[test]
     fn did_file_matches_the_code() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/stablebench.did");
+        let path = format!("{}/{DID}", env!("CARGO_MANIFEST_DIR"));
         let code = __export_service();
         if std::env::var_os("STABLEBENCH_REGENERATE_DID").is_some() {
-            std::fs::write(path, &code).unwrap();
+            std::fs::write(&path, &code).unwrap();
         }
-        let file = std::fs::read_to_string(path).unwrap();
+        let file = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         candid_parser::utils::service_equal(
             candid_parser::utils::CandidSource::Text(&file),
             candid_parser::utils::CandidSource::Text(&code),
         )
-        .unwrap_or_else(|e| panic!("stablebench.did differs from the code: {e}\n--- code:\n{code}"));
+        .unwrap_or_else(|e| panic!("{DID} differs from the code: {e}\n--- code:\n{code}"));
     }
 }
 

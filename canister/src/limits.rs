@@ -46,6 +46,9 @@ impl Meter for InstructionBudget {
     fn budget(&self) -> u64 {
         self.0
     }
+    fn used(&self) -> u64 {
+        instructions()
+    }
 }
 
 /// Instructions executed so far in this message (0 natively).

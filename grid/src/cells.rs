@@ -206,6 +206,25 @@ impl Cell {
         }
     }
 
+    /// Whether the measured step leaves the state as it found it (a read, the rolled-back delete,
+    /// the trie write, which removes its entry again, the heap map's save-and-load), so that a live canister can run it again on the same setup:
+    /// the benchmark canister's warm and cold runs repeat these.
+    pub const fn repeatable(&self) -> bool {
+        match self.op {
+            Op::UsersOrders(b) => {
+                matches!(b, Bench::SelectJoin | Bench::SelectLike | Bench::DeleteOrders100kRollback)
+            }
+            Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => true,
+            Op::NodeStore => false,
+        }
+    }
+
+    /// Whether the measured step only reads: its cost depends on whether the caches are warm
+    /// (a running canister) or cold (the first calls after an upgrade).
+    pub const fn is_read(&self) -> bool {
+        matches!(self.op, Op::UsersOrders(Bench::SelectJoin | Bench::SelectLike) | Op::TrieRead(_))
+    }
+
     /// Whether the measured step is what one production message would do (and so must fit its
     /// limit), rather than a bulk setup only canbench runs in one go.
     pub const fn is_one_message(&self) -> bool {

@@ -29,36 +29,93 @@ pub const DEFAULT_WASM_MEMORY_LIMIT_BYTES: u64 = 3 * 1024 * 1024 * 1024;
 /// One wasm page (heap and stable memory grow by it; canbench reports growth in these pages).
 pub const WASM_PAGE_BYTES: u64 = 65_536;
 
-/// Prices in cycles, with their source and date. A 13-node application subnet; other subnet sizes
-/// scale linearly (`scale_cost` in dfinity/ic `rs/cycles_account_manager`).
+/// Prices in cycles, with their source and date, for an application subnet. The fees are set
+/// for a 13-node subnet and scale linearly with the subnet's nodes (`scale_cost` in dfinity/ic
+/// `rs/cycles_account_manager/src/lib.rs`: fee × nodes / 13), so a 34-node subnet pays 34/13 of
+/// each. Queries are free for the caller (no fee is charged for a non-replicated query).
+///
+/// Source of every fee: dfinity/ic `rs/config/src/subnet_config.rs` at commit
+/// 002d5530aeb1ef1ed362d7f9c3c5529b8ec1cafe, `CyclesAccountManagerConfig::application_subnet`.
 pub mod prices {
-    /// Cycles per update message execution (13 nodes): dfinity/ic `rs/config/src/subnet_config.rs`
-    /// `CyclesAccountManagerConfig::application_subnet`, `update_message_execution_fee`
+    /// Cycles per update message execution (13 nodes): `update_message_execution_fee`
     /// (5 M since dfinity/ic PR #2291, 2024-10).
     pub const UPDATE_BASE_CYCLES: u64 = 5_000_000;
     /// Cycles per instruction of an update (wasm32, 13 nodes): `ten_update_instructions_execution_fee`
-    /// = 10 cycles per 10 instructions (same source). wasm64 costs twice that.
+    /// = 10 cycles per 10 instructions (dfinity/ic PR #2308).
     pub const CYCLES_PER_INSTRUCTION: u64 = 1;
+    /// Cycles per instruction of a wasm64 canister (13 nodes): `ten_update_instructions_execution_fee_wasm64`
+    /// = `WASM64_INSTRUCTION_COST_OVERHEAD` (2) × the wasm32 fee. stablebench builds wasm32.
+    pub const WASM64_CYCLES_PER_INSTRUCTION: u64 = 2;
     /// Cycles to receive an ingress message (a user's update call), per message (13 nodes):
-    /// `ingress_message_reception_fee` (same source).
+    /// `ingress_message_reception_fee`.
     pub const INGRESS_MESSAGE_CYCLES: u64 = 1_200_000;
-    /// Cycles to receive an ingress message, per byte (13 nodes): `ingress_byte_reception_fee`.
+    /// Cycles to receive an ingress message, per byte of the message (13 nodes):
+    /// `ingress_byte_reception_fee`.
     pub const INGRESS_BYTE_CYCLES: u64 = 2_000;
-    /// USD per trillion cycles: 1 T cycles = 1 XDR, and 1 XDR = 1.35 USD on [`RATE_DATE`].
+    /// Cycles per GiB of memory (heap, stable memory, the wasm module) per second (13 nodes):
+    /// `gib_storage_per_second_fee`, "4 SDR per GiB per year". Third-party summaries of a later
+    /// revision show 317,500 ("10 SDR per GiB per year"); check the current file before budgeting.
+    pub const GIB_STORAGE_PER_SECOND_CYCLES: u64 = 127_000;
+    /// USD per trillion cycles: 1 T cycles = 1 XDR (the cycles peg), and 1 XDR = 1.35 USD on
+    /// [`RATE_DATE`] (the IMF's XDR rate of that day).
     pub const USD_PER_TRILLION_CYCLES: f64 = 1.35;
     /// When the XDR rate was taken.
     pub const RATE_DATE: &str = "2025-05-22";
-    /// Nodes of the subnet the prices above are for.
+    /// When the fees above were read from the source.
+    pub const FEES_READ: &str = "2026-11-23";
+    /// Nodes of the subnet the fees above are set for (`reference_subnet_size`).
     pub const SUBNET_NODES: u64 = 13;
+    /// Nodes of the large application subnets (for example the European or fiduciary ones).
+    pub const LARGE_SUBNET_NODES: u64 = 34;
+    /// Seconds in the month storage is priced per: a 30.44-day average month (365.25 / 12 days).
+    pub const SECONDS_PER_MONTH: u64 = 2_629_800;
+    /// Bytes in a GiB.
+    pub const GIB: u64 = 1 << 30;
+
+    /// `cycles` (priced for 13 nodes) on a subnet of `nodes` nodes.
+    pub const fn scale(cycles: u64, nodes: u64) -> u64 {
+        cycles * nodes / SUBNET_NODES
+    }
 
     /// Cycles of one update message that runs `instructions` on a 13-node subnet.
     pub const fn update_cycles(instructions: u64) -> u64 {
         UPDATE_BASE_CYCLES + CYCLES_PER_INSTRUCTION * instructions
     }
 
+    /// Cycles of one update message that runs `instructions` on a subnet of `nodes` nodes.
+    pub const fn update_cycles_on(instructions: u64, nodes: u64) -> u64 {
+        scale(update_cycles(instructions), nodes)
+    }
+
+    /// Cycles to receive one ingress message of `bytes` bytes on a subnet of `nodes` nodes.
+    pub const fn ingress_cycles(bytes: u64, nodes: u64) -> u64 {
+        scale(INGRESS_MESSAGE_CYCLES + INGRESS_BYTE_CYCLES * bytes, nodes)
+    }
+
+    /// Cycles to keep `bytes` of memory for a month on a subnet of `nodes` nodes.
+    pub fn storage_cycles_per_month(bytes: u64, nodes: u64) -> u64 {
+        let per_second = GIB_STORAGE_PER_SECOND_CYCLES as f64 * bytes as f64 / GIB as f64;
+        (per_second * SECONDS_PER_MONTH as f64 * nodes as f64 / SUBNET_NODES as f64).round() as u64
+    }
+
     /// USD of `cycles` at [`USD_PER_TRILLION_CYCLES`].
     pub fn usd(cycles: u64) -> f64 {
         cycles as f64 / 1e12 * USD_PER_TRILLION_CYCLES
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn fees_scale_with_the_subnet() {
+            assert_eq!(update_cycles_on(1_000_000_000, SUBNET_NODES), 1_005_000_000);
+            assert_eq!(update_cycles_on(1_000_000_000, LARGE_SUBNET_NODES), 1_005_000_000 * 34 / 13);
+            assert_eq!(ingress_cycles(100, SUBNET_NODES), 1_400_000);
+            // 4 XDR per GiB per year, as the source's comment says.
+            let year = storage_cycles_per_month(GIB, SUBNET_NODES) * 12;
+            assert!((4.0e12..4.01e12).contains(&(year as f64)), "{year}");
+        }
     }
 }
 
@@ -73,6 +130,8 @@ pub mod memory_ids {
     /// Where the heap `BTreeMap` backend is written whole in `pre_upgrade` and read back in
     /// `post_upgrade`.
     pub const HEAP_BTREEMAP_SNAPSHOT: u8 = 98;
+    /// The live benchmark state of the benchmark canister (which cell is set up, how far).
+    pub const BENCH_STATE: u8 = 97;
     /// The first id ic-rusqlite uses.
     pub const IC_RUSQLITE_FIRST: u8 = 101;
 
@@ -84,5 +143,6 @@ pub mod memory_ids {
             && PROFILE < IC_RUSQLITE_FIRST
             && STABLE_BTREEMAP < IC_RUSQLITE_FIRST
             && HEAP_BTREEMAP_SNAPSHOT < IC_RUSQLITE_FIRST
+            && BENCH_STATE < HEAP_BTREEMAP_SNAPSHOT
     );
 }

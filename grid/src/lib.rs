@@ -4,12 +4,15 @@
 //! the [`cells`] of the benchmark grid (workload × operation × size × backend × settings), the
 //! SQLite pragma [`profiles`] (the settings axis), the users/orders steps
 //! ([`users_orders`]), and the IC's limits, prices and memory ids ([`ic`]), each with its public
-//! source. No dependencies, so the canister's build script can generate the canbench functions
-//! from it.
+//! source. No dependencies by default, so the canister's build script can generate the canbench
+//! functions from it; feature `candid` adds the types of the benchmark canister's live API
+//! ([`live`]), which the canister and the runner share.
 #![warn(missing_docs)]
 
 pub mod cells;
 pub mod ic;
+#[cfg(feature = "candid")]
+pub mod live;
 pub mod profiles;
 pub mod users_orders;
 

@@ -12,4 +12,5 @@ pub mod candid_text;
 pub mod canister;
 pub mod host;
 pub mod instrument;
+pub mod live;
 pub mod suite;

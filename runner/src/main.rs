@@ -5,6 +5,7 @@
 //! stablebench-runner install WASM [--arg '(...)']              # state in .stablebench/canister
 //! stablebench-runner call METHOD ['(args)'] [--caller P] [--query]
 //! stablebench-runner upgrade WASM [--arg '(...)']
+//! stablebench-runner live [PATTERN...] [--warm-cold] [--dfx [--network ic]]  # the benchmark canister's Candid API
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,9 @@ struct Cli {
 enum Command {
     /// Runs the canbench benchmarks of canbench.yml like canbench 0.7 does, on wasmtime.
     Bench(suite::BenchArgs),
+    /// Runs benchmarks through the benchmark canister's Candid API (bench_setup, bench_run) as a
+    /// dfx user does: on this runner, or with --dfx / --network on a deployed canister.
+    Live(stablebench_runner::live::LiveArgs),
     /// Installs a canister (start + canister_init) and saves it in the state directory.
     Install {
         /// The wasm file (.wasm or .wasm.gz).
@@ -103,6 +107,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => suite::run(&args),
+        Command::Live(args) => stablebench_runner::live::main(&args).map(|()| ExitCode::SUCCESS),
         Command::Install { wasm, arg, controllers, limits, common } => {
             let code = Code::from_file(&wasm, Metering::On)?;
             let controllers = if controllers.is_empty() {

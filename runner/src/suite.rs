@@ -346,11 +346,7 @@ pub fn stale_results(
 }
 
 fn hex_decode(s: &str) -> Result<Vec<u8>> {
-    let s = s.trim();
-    if !s.len().is_multiple_of(2) {
-        bail!("odd number of hex digits");
-    }
-    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).map_err(|e| anyhow!("{e}"))).collect()
+    hex::decode(s.trim()).map_err(|e| anyhow!("{e}"))
 }
 
 /// Whether each benchmark's measured step fits the production limits, and the wall times.

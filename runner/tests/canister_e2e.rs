@@ -7,7 +7,7 @@ use common::{code, decode, integrity_ok, sql, unit};
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
 use stablebench::query::{Rows, Value};
-use stablebench_canister::{Batch, Deleted, Error, IndexProgress, KvBackend, Stats};
+use stablebench_canister::{Batch, Cost, Deleted, Error, IndexProgress, KvBackend, Stats};
 use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Reject};
 use stablebench_runner::host::Trap;
 
@@ -45,12 +45,23 @@ fn count(c: &mut Canister, text: &str) -> i64 {
     }
 }
 
+/// A batch load as a controller; its reply's `instructions` must be the message's own count up
+/// to the reply: more than zero, at most what the runner counted for the whole message.
+fn batch(c: &mut Canister, method: &str, offset: u64, count: u64) -> Batch {
+    let out = c.update(method, &candid::encode_args((offset, count)).unwrap(), default_controller());
+    let whole = out.instructions;
+    let b = decode::<Result<Batch, Error>>(out, method).unwrap_or_else(|e| panic!("{method}: {e:?}"));
+    assert!(b.instructions > 0 && b.instructions <= whole, "{method}: reply says {}, message {whole}", b.instructions);
+    b
+}
+
 fn load(c: &mut Canister, users: u64, orders: u64) {
-    update::<Result<(), Error>>(c, "create_schema", &unit()).expect("schema");
-    let b: Result<Batch, Error> = update(c, "add_users", &candid::encode_args((0u64, users)).unwrap());
-    assert_eq!(b.unwrap(), Batch { inserted: users, next_offset: users, complete: true });
-    let b: Result<Batch, Error> = update(c, "add_orders", &candid::encode_args((0u64, orders)).unwrap());
-    assert_eq!(b.unwrap(), Batch { inserted: orders, next_offset: orders, complete: true });
+    let cost = update::<Result<Cost, Error>>(c, "create_schema", &unit()).expect("schema");
+    assert!(cost.instructions > 0);
+    let b = batch(c, "add_users", 0, users);
+    assert_eq!((b.inserted, b.next_offset, b.complete), (users, users, true));
+    let b = batch(c, "add_orders", 0, orders);
+    assert_eq!((b.inserted, b.next_offset, b.complete), (orders, orders, true));
 }
 
 #[test]
@@ -91,7 +102,7 @@ fn non_controllers_get_not_controller_and_change_nothing() {
     let not_controller = Error::NotController { caller: anon };
     let unit = unit();
     let batch = candid::encode_args((100u64, 10u64)).unwrap();
-    assert_eq!(call::<Result<(), Error>>(&mut c, "create_schema", &unit, anon, false), Err(not_controller.clone()));
+    assert_eq!(call::<Result<Cost, Error>>(&mut c, "create_schema", &unit, anon, false), Err(not_controller.clone()));
     assert_eq!(call::<Result<Batch, Error>>(&mut c, "add_users", &batch, anon, false), Err(not_controller.clone()));
     assert_eq!(
         call::<Result<Deleted, Error>>(&mut c, "delete_orders", &candid::encode_one(50u64).unwrap(), anon, false),
@@ -114,8 +125,12 @@ fn bad_input_gets_a_specific_error_and_changes_nothing() {
     assert_eq!(early, Err(Error::SchemaMissing));
     load(&mut c, 100, 1_000);
     let before = stats(&mut c);
-    let retried: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((0u64, 100u64)).unwrap());
-    assert_eq!(retried, Ok(Batch { inserted: 0, next_offset: 100, complete: true }), "a repeated batch adds nothing");
+    let retried = batch(&mut c, "add_users", 0, 100);
+    assert_eq!(
+        (retried.inserted, retried.next_offset, retried.complete),
+        (0, 100, true),
+        "a repeated batch adds nothing"
+    );
     let gap: Result<Batch, Error> = update(&mut c, "add_users", &candid::encode_args((101u64, 5u64)).unwrap());
     assert!(
         matches!(gap, Err(Error::InvalidArgument { ref message }) if message.contains("continue from offset 100")),
@@ -134,7 +149,7 @@ fn bad_input_gets_a_specific_error_and_changes_nothing() {
     // A wrong Candid type is rejected by the canister's decoder (a trap: nothing changes).
     let out = c.update("add_users", &candid::encode_one("not numbers").unwrap(), default_controller());
     assert!(matches!(out.result, Err(Reject::Trapped(_))), "{:?}", out.result);
-    update::<Result<(), Error>>(&mut c, "create_schema", &unit).unwrap(); // idempotent
+    update::<Result<Cost, Error>>(&mut c, "create_schema", &unit).unwrap(); // idempotent
     assert_eq!(stats(&mut c), before);
     assert!(integrity_ok(&mut c));
 }
@@ -237,12 +252,12 @@ fn every_key_value_backend_keeps_its_values_across_upgrades_and_refuses_bad_call
         }
         assert_eq!(kv_len(&mut c, b), data.len(), "{b:?}: 1,000 entries and their 100 warm-ups");
         let put = |key: Vec<u8>, value: &[u8]| candid::encode_args((b, key, value.to_vec())).unwrap();
-        update::<Result<(), Error>>(&mut c, "kv_put", &put(vec![7; 32], b"seven")).expect("kv_put");
+        update::<Result<Cost, Error>>(&mut c, "kv_put", &put(vec![7; 32], b"seven")).expect("kv_put");
         // Strangers cannot write; a key that is not 32 bytes is refused; nothing changes.
         let stranger = Principal::from_slice(&[9; 29]);
-        let refused: Result<(), Error> = call(&mut c, "kv_put", &put(vec![8; 32], b"x"), stranger, false);
+        let refused: Result<Cost, Error> = call(&mut c, "kv_put", &put(vec![8; 32], b"x"), stranger, false);
         assert!(matches!(refused, Err(Error::NotController { .. })), "{refused:?}");
-        let short: Result<(), Error> = update(&mut c, "kv_put", &put(vec![8; 31], b"x"));
+        let short: Result<Cost, Error> = update(&mut c, "kv_put", &put(vec![8; 31], b"x"));
         assert!(matches!(short, Err(Error::InvalidArgument { .. })), "{short:?}");
         assert!(matches!(kv_get(&mut c, b, &[8; 33]), Err(Error::InvalidArgument { .. })));
         assert_eq!(kv_len(&mut c, b), data.len() + 1);

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use stablebench::kv::gen::TrieDataset;
 use stablebench::report::{kv, results::Results as CanbenchResults};
-use stablebench_canister::{Batch, Error, KvBackend};
+use stablebench_canister::{Batch, Cost, Error, KvBackend};
 use stablebench_grid::cells::{Backend, BACKENDS, DB_WEIGHT_SIZE};
 use stablebench_grid::KV_SEED;
 use stablebench_runner::canister::{default_controller, Canister, Options};
@@ -111,7 +111,7 @@ fn measure(backend: Backend) -> PerCall {
         let (key, value) = data.write_entry(i);
         let out = c.update("kv_put", &candid::encode_args((kb, key.to_vec(), value)).unwrap(), default_controller());
         puts.push(out.instructions);
-        decode::<Result<(), Error>>(out, "kv_put").unwrap();
+        decode::<Result<Cost, Error>>(out, "kv_put").unwrap();
     }
     let gets = (0..CALLS as usize).map(|i| get(&mut c, i)).collect();
     let upgrade = c.upgrade(code(), &unit());

@@ -12,7 +12,7 @@ use stablebench::oracle;
 use stablebench::pragma::PROFILES;
 use stablebench::query::{Order, Page, Rows, RowsPage, User, Value};
 use stablebench::workload::select_join_sql;
-use stablebench_canister::{Batch, Deleted, Error, IndexProgress, InitArgs, ProfileInfo, Stats};
+use stablebench_canister::{Batch, Cost, Deleted, Error, IndexProgress, InitArgs, ProfileInfo, Stats};
 use stablebench_runner::canister::{default_controller, Canister, Options, Reject};
 
 fn init_arg(profile: Option<&str>) -> Vec<u8> {
@@ -90,7 +90,7 @@ fn load_all(
 #[test]
 fn a_million_orders_load_through_budgeted_calls_despite_upgrades_and_retries() {
     let mut c = install(None);
-    update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
+    update::<Result<Cost, Error>>(&mut c, "create_schema", unit()).unwrap();
     // 4 B per call: every call stays at a tenth of the 40 B limit.
     let (uc, uu, ur) = load_all(&mut c, "add_users", 100_000, 500_000_000, 1, 2);
     let (oc, ou, or) = load_all(&mut c, "add_orders", 1_000_000, 4_000_000_000, 2, 3);
@@ -127,7 +127,7 @@ fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
         ["reference", "ic_rusqlite", "journal_memory_temp_file", "foreign_keys_off", "page_16k"].contains(&p.name)
     }) {
         let mut c = install(Some(profile.name));
-        update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
+        update::<Result<Cost, Error>>(&mut c, "create_schema", unit()).unwrap();
         update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 5_000u64)).unwrap()).unwrap();
         update::<Result<Batch, Error>>(&mut c, "add_orders", candid::encode_args((0u64, 50_000u64)).unwrap()).unwrap();
         let like = sql(&mut c, stablebench::workload::SELECT_LIKE).unwrap();
@@ -162,7 +162,7 @@ fn unknown_or_unsafe_profiles_fail_the_install_and_leave_an_upgraded_canister_as
         assert!(format!("{err:#}").contains("benchmarks only"), "{err:#}");
     }
     let mut c = install(Some("ic_rusqlite"));
-    update::<Result<(), Error>>(&mut c, "create_schema", unit()).unwrap();
+    update::<Result<Cost, Error>>(&mut c, "create_schema", unit()).unwrap();
     update::<Result<Batch, Error>>(&mut c, "add_users", candid::encode_args((0u64, 100u64)).unwrap()).unwrap();
     let before = stats(&mut c);
     for bad in ["fastest", "memory", "journal_off", "page_64k"] {
@@ -304,7 +304,7 @@ fn generated_hostile_calls_never_lose_or_corrupt_data() {
             Ok(reply) => {
                 let err: Option<Error> = match method {
                     "create_schema" => {
-                        candid::decode_one::<Result<(), Error>>(reply).unwrap().map(|()| schema = true).err()
+                        candid::decode_one::<Result<Cost, Error>>(reply).unwrap().map(|_| schema = true).err()
                     }
                     "add_users" => match candid::decode_one::<Result<Batch, Error>>(reply).unwrap() {
                         Ok(b) => {

@@ -22,6 +22,11 @@ impl<M: Memory> StableKv<M> {
         StableKv { map: StableBTreeMap::init(memory) }
     }
 
+    /// A new, empty map in `memory`, whatever it held before (the benchmark canister's reset).
+    pub fn new(memory: M) -> Self {
+        StableKv { map: StableBTreeMap::new(memory) }
+    }
+
     /// The underlying map, for reads the trait does not offer (iteration, ranges).
     pub fn map(&self) -> &StableBTreeMap<Key, Vec<u8>, M> {
         &self.map

@@ -1,0 +1,115 @@
+//! Offline and live agree: the benchmark canister's Candid API (`bench_setup`, then `bench_run`),
+//! driven as a dfx user drives it, measures what canbench measures for the same cell. Each cell
+//! runs on a freshly installed benchmark canister twice: once canbench's way (the
+//! `__canbench__<name>` query: setup and measured step in one message) and once the live way
+//! (the setup in its own update calls, then the measured step in an update).
+//!
+//! What must hold, and why (the differences are the message boundary, nothing else):
+//! - a read of a store that keeps nothing in the heap between calls (StableBTreeMap) costs exactly
+//!   the same;
+//! - a write costs at least as much live: the IC charges 1,000 instructions for each 4 KiB stable
+//!   page a message dirties first, and canbench's setup has already dirtied, in the same message,
+//!   the pages the step writes again;
+//! - what allocates in the heap (SQLite's page and statement caches, the heap map's values) differs
+//!   by less than canbench's 2% noise threshold: the live setup filled the heap in other messages,
+//!   so the allocator's free lists differ (measured: the heap map's read +0.06%, SQLite reads
+//!   -0.1% to +0.5%).
+
+use stablebench_canister::Error;
+use stablebench_grid::live::SetupProgress;
+use stablebench_runner::canbench::BenchResult;
+use stablebench_runner::canister::{Canister, Code, Limits, Options};
+use stablebench_runner::instrument::Metering;
+use stablebench_runner::live::{self, Offline};
+use std::sync::{Arc, OnceLock};
+
+const WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");
+
+fn code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        assert!(std::path::Path::new(WASM).exists(), "{WASM} is missing: run scripts/build.sh bench first");
+        Code::from_file(WASM.as_ref(), Metering::On).expect("the benchmark wasm loads")
+    })
+    .clone()
+}
+
+/// canbench's way: the `__canbench__` query on a fresh canister with the benchmarking limits.
+fn canbench(name: &str) -> BenchResult {
+    let opts = Options { limits: Limits::BENCHMARK, ..Options::default() };
+    let (mut c, _) = Canister::install(code(), &candid::encode_one(None::<()>).unwrap(), opts).unwrap();
+    let out =
+        c.query(&format!("__canbench__{name}"), &candid::encode_args(()).unwrap(), candid::Principal::anonymous());
+    candid::decode_one(&out.result.unwrap_or_else(|e| panic!("{name}: {e}"))).unwrap()
+}
+
+/// The live way, on a fresh canister: returns (canbench, live) instructions of the measured step.
+fn both(name: &str) -> (u64, u64) {
+    let expected = canbench(name).total.instructions;
+    let mut target = Offline::install(WASM.as_ref()).unwrap();
+    live::setup(&mut target, name, None).unwrap();
+    let report = live::run(&mut target, name, false).unwrap();
+    assert_eq!(report.name, name);
+    eprintln!("{name}: canbench {expected}, live {}", report.instructions);
+    (expected, report.instructions)
+}
+
+#[test]
+fn a_read_of_the_stable_map_costs_exactly_what_canbench_measures() {
+    let (canbench, live) = both("stable_btreemap_trie_read_10k_warm");
+    assert_eq!(live, canbench);
+}
+
+#[test]
+fn a_live_write_pays_for_the_pages_canbench_setup_had_dirtied() {
+    let (canbench, live) = both("stable_btreemap_trie_write_10k_warm");
+    // 50 writes: at most a few pages each, 1,000 instructions per page.
+    assert!(live > canbench && live - canbench < 50 * 10 * 1_000, "canbench {canbench}, live {live}");
+}
+
+#[test]
+fn heap_and_sqlite_cells_agree_within_canbench_noise() {
+    for name in [
+        "heap_btreemap_trie_read_10k_cold",
+        "heap_btreemap_trie_upgrade_10k",
+        "sqlite_trie_read_10k_warm_journal_memory_temp_file",
+        "sqlite_rowid_trie_read_10k_cold_journal_memory_temp_file",
+        "sqlite_insert_users_100k_journal_memory_temp_file",
+    ] {
+        let (canbench, live) = both(name);
+        let deviation = (live as f64 - canbench as f64).abs() / canbench as f64;
+        assert!(deviation < 0.02, "{name}: canbench {canbench}, live {live} ({:.2}%)", deviation * 100.0);
+    }
+}
+
+#[test]
+fn the_api_refuses_what_it_cannot_do_and_lists_the_grid() {
+    let mut target = Offline::install(WASM.as_ref()).unwrap();
+    let cells = live::cells(&mut target, &[]).unwrap();
+    assert_eq!(cells.len(), stablebench_grid::cells::cells().len());
+    assert!(cells.iter().all(|c| c.setup.first().map(String::as_str) == Some("reset")));
+    // Not set up: a clear error, not a trap.
+    let e = live::run(&mut target, "heap_btreemap_trie_read_200_warm", false).unwrap_err().to_string();
+    assert!(e.contains("InvalidArgument") && e.contains("not set up"), "{e}");
+    let e = live::setup(&mut target, "no_such_benchmark", None).unwrap_err().to_string();
+    assert!(e.contains("bench_cells lists them"), "{e}");
+    // A step that changes the state uses its setup up.
+    let name = "heap_btreemap_nodestore_10k";
+    live::setup(&mut target, name, None).unwrap();
+    live::run(&mut target, name, false).unwrap();
+    let e = live::run(&mut target, name, false).unwrap_err().to_string();
+    assert!(e.contains("used the setup up"), "{e}");
+    // A repeatable one runs again, and survives an upgrade (the setup is kept in stable memory).
+    let name = "heap_btreemap_trie_read_1k_warm";
+    live::setup(&mut target, name, None).unwrap();
+    let first = live::run(&mut target, name, false).unwrap();
+    live::Target::upgrade(&mut target).unwrap();
+    let after = live::run(&mut target, name, true).unwrap();
+    assert_eq!(after.calls, first.calls);
+    // Not a controller: refused.
+    let (mut c, _) = Canister::install(code(), &candid::encode_one(None::<()>).unwrap(), Options::default()).unwrap();
+    let out =
+        c.update("bench_setup", &candid::encode_args((name, None::<u64>)).unwrap(), candid::Principal::anonymous());
+    let reply: Result<SetupProgress, Error> = candid::decode_one(&out.result.unwrap()).unwrap();
+    assert!(matches!(reply, Err(Error::NotController { .. })), "{reply:?}");
+}
