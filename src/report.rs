@@ -159,18 +159,7 @@ pub fn int(v: f64) -> String {
     grouped(v.round().max(0.0) as u64)
 }
 
-/// `1,883,090,070`.
-pub fn grouped(v: u64) -> String {
-    let s = v.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
+pub use stablebench_grid::grouped;
 
 /// "1.23x faster", "1.10x slower" or "same" (within 0.5%) for `value` against `base`.
 fn versus(value: u64, base: u64) -> String {

@@ -193,24 +193,25 @@ fn kv_load(backend: KvBackend, size: u64, offset: u64, count: u64, budget: Optio
         });
     }
     let end = offset.saturating_add(count).min(size);
-    with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, &meter))
+    with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, LOAD_CHUNK, &meter))
 }
 
-/// Loads entries `offset..end` chunk by chunk until `meter` runs out. A chunk is one SQLite
+/// Loads entries `offset..end`, `chunk` at a time, until `meter` runs out. A chunk is one SQLite
 /// transaction; if one fails after earlier chunks were committed, the call traps, so that the IC
 /// discards the whole message and the backend is as it was before the call (a failed update loses
 /// nothing and keeps nothing).
-fn load(
+pub(crate) fn load(
     store: &mut dyn KvStore,
     data: &TrieDataset,
     offset: u64,
     end: u64,
+    chunk: u64,
     meter: &InstructionBudget,
 ) -> stablebench::Result<Batch> {
     let mut next = offset;
     while next < end && !meter.exhausted() {
-        let stop = (next + LOAD_CHUNK).min(end);
-        match trie::load(store, data, next..stop, LOAD_CHUNK as usize) {
+        let stop = (next + chunk).min(end);
+        match trie::load(store, data, next..stop, chunk as usize) {
             Ok(_) => next = stop,
             Err(e) if next == offset => return Err(e),
             Err(e) => ic_cdk::trap(format!("kv_load failed after entries {offset}..{next} were written: {e}")),

@@ -23,7 +23,6 @@ use ic_stable_structures::memory_manager::VirtualMemory;
 use ic_stable_structures::{DefaultMemoryImpl, StableCell};
 use stablebench::bench::{BenchRun, SetupStep, Sizes};
 use stablebench::kv::gen::TrieDataset;
-use stablebench::kv::trie;
 use stablebench::Meter;
 use stablebench_grid::cells::{self, Cell, Op};
 use stablebench_grid::ic::{memory_ids, prices};
@@ -150,17 +149,19 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
             db::with_conn(|conn| s.run(conn, Sizes::REFERENCE, done, meter)).unwrap_or_else(|e| failed(e.to_string()))
         }
         Step::KvLoad => {
+            // kv_load's loop, in canbench's setup batches (one transaction each).
             let data = TrieDataset { size: cell.size, seed: KV_SEED };
             kv::with_store(cell.backend.into(), true, |store| {
-                let store = store.expect("with_store creates the store");
-                let mut next = done;
-                while next < cell.size && !meter.exhausted() {
-                    let stop = (next + SETUP_BATCH as u64).min(cell.size);
-                    trie::load(store, &data, next..stop, SETUP_BATCH)?;
-                    next = stop;
-                }
-                Ok(next)
+                kv::load(
+                    store.expect("with_store creates the store"),
+                    &data,
+                    done,
+                    cell.size,
+                    SETUP_BATCH as u64,
+                    meter,
+                )
             })
+            .map(|batch| batch.next_offset)
             .unwrap_or_else(|e| failed(format!("{e:?}")))
         }
     }

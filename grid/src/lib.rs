@@ -29,6 +29,19 @@ pub const TRIE_TRIMMED: std::ops::Range<usize> = 10..40;
 /// factories, whose `seedValue` is 50 too): recorded here once.
 pub const KV_SEED: u64 = 50;
 
+/// `1,883,090,070`: instructions as the reports and the runner's tables print them.
+pub fn grouped(v: u64) -> String {
+    let s = v.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Names of the canbench scopes the key-value cells record (the canister writes them, the
 /// reports read them).
 pub mod scopes {

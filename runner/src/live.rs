@@ -17,6 +17,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use candid::CandidType;
 use serde::de::DeserializeOwned;
+use stablebench_grid::grouped;
 use stablebench_grid::live::{BenchCell, BenchReport, Oracle, SetupProgress};
 
 use crate::canbench::{read_results, BenchResult};
@@ -221,18 +222,6 @@ pub fn warm_cold(target: &mut dyn Target, name: &str, budget: Option<u64>) -> Re
     let update = run(target, name, false)?;
     let warm = run(target, name, true)?;
     Ok(WarmCold { name: name.to_string(), first, second, update, warm })
-}
-
-fn grouped(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The table of measured steps, next to canbench's numbers.
