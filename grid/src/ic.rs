@@ -29,6 +29,21 @@ pub const DEFAULT_WASM_MEMORY_LIMIT_BYTES: u64 = 3 * 1024 * 1024 * 1024;
 /// One wasm page (heap and stable memory grow by it; canbench reports growth in these pages).
 pub const WASM_PAGE_BYTES: u64 = 65_536;
 
+/// The largest heap of a wasm32 canister: 4 GiB, all of a 32-bit address space (65,536 wasm
+/// pages; `memory.grow` past it returns -1). dfinity/ic `rs/config/src/embedders.rs`,
+/// `MAX_WASM_MEMORY_IN_BYTES`.
+pub const MAX_WASM32_HEAP_BYTES: u64 = 4 * 1024 * 1024 * 1024;
+
+/// Instructions a message may run without deterministic time slicing: 5 B. The cycles a call
+/// reserves for its response callback are priced at this many instructions (dfinity/ic
+/// `rs/config/src/subnet_config.rs`, `MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS`, which
+/// `CyclesAccountManager::max_num_instructions` is set to).
+pub const MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS: u64 = 5_000_000_000;
+
+/// Largest payload of an inter-canister request or response: 2 MiB (dfinity/ic
+/// `rs/types/types/src/messages.rs`, `MAX_INTER_CANISTER_PAYLOAD_IN_BYTES`).
+pub const MAX_INTER_CANISTER_PAYLOAD_BYTES: u64 = 2 << 20;
+
 /// Prices in cycles, with their source and date, for an application subnet. The fees are set
 /// for a 13-node subnet and scale linearly with the subnet's nodes (`scale_cost` in dfinity/ic
 /// `rs/cycles_account_manager/src/lib.rs`: fee × nodes / 13), so a 34-node subnet pays 34/13 of
@@ -63,6 +78,23 @@ pub mod prices {
     pub const RATE_DATE: &str = "2025-05-22";
     /// When the fees above were read from the source.
     pub const FEES_READ: &str = "2026-11-23";
+    /// Cycles per inter-canister call, request and response (13 nodes): `xnet_call_fee`.
+    pub const XNET_CALL_CYCLES: u64 = 260_000;
+    /// Cycles per byte of an inter-canister request or response (13 nodes):
+    /// `xnet_byte_transmission_fee`.
+    pub const XNET_BYTE_CYCLES: u64 = 1_000;
+    /// Cycles to create a canister (13 nodes): `canister_creation_fee`.
+    pub const CANISTER_CREATION_CYCLES: u64 = 500_000_000_000;
+    /// HTTPS outcall fees (13 nodes): `http_request_linear_baseline_fee`,
+    /// `http_request_quadratic_baseline_fee`, `http_request_per_byte_fee`,
+    /// `http_response_per_byte_fee`.
+    pub const HTTP_LINEAR_CYCLES: u64 = 3_000_000;
+    /// See [`HTTP_LINEAR_CYCLES`].
+    pub const HTTP_QUADRATIC_CYCLES: u64 = 60_000;
+    /// See [`HTTP_LINEAR_CYCLES`].
+    pub const HTTP_REQUEST_BYTE_CYCLES: u64 = 400;
+    /// See [`HTTP_LINEAR_CYCLES`].
+    pub const HTTP_RESPONSE_BYTE_CYCLES: u64 = 800;
     /// Nodes of the subnet the fees above are set for (`reference_subnet_size`).
     pub const SUBNET_NODES: u64 = 13;
     /// Nodes of the large application subnets (for example the European or fiduciary ones).
@@ -96,6 +128,27 @@ pub mod prices {
     pub fn storage_cycles_per_month(bytes: u64, nodes: u64) -> u64 {
         let per_second = GIB_STORAGE_PER_SECOND_CYCLES as f64 * bytes as f64 / GIB as f64;
         (per_second * SECONDS_PER_MONTH as f64 * nodes as f64 / SUBNET_NODES as f64).round() as u64
+    }
+
+    /// What `ic0.cost_call` reports for a call with a `method_bytes`-byte method name and a
+    /// `payload_bytes`-byte argument on a subnet of `nodes` nodes: the call and its request bytes,
+    /// the largest possible response (2 MiB) and the longest callback (5 B instructions), all
+    /// reserved when the call is made (dfinity/ic `rs/cycles_account_manager/src/lib.rs`,
+    /// `xnet_call_total_fee`, `prepayment_for_response_transmission`,
+    /// `prepayment_for_response_execution`).
+    pub const fn call_cycles(method_bytes: u64, payload_bytes: u64, nodes: u64) -> u64 {
+        scale(XNET_CALL_CYCLES + XNET_BYTE_CYCLES * (method_bytes + payload_bytes), nodes)
+            + scale(XNET_BYTE_CYCLES * super::MAX_INTER_CANISTER_PAYLOAD_BYTES, nodes)
+            + update_cycles_on(super::MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS, nodes)
+    }
+
+    /// What `ic0.cost_http_request` reports (dfinity/ic `rs/cycles_account_manager/src/lib.rs`,
+    /// `http_request_fee`): (linear + quadratic × n) × n + per byte of request and of the
+    /// largest response, for a subnet of `n` nodes.
+    pub const fn http_request_cycles(request_bytes: u64, max_response_bytes: u64, nodes: u64) -> u64 {
+        (HTTP_LINEAR_CYCLES + HTTP_QUADRATIC_CYCLES * nodes) * nodes
+            + HTTP_REQUEST_BYTE_CYCLES * request_bytes * nodes
+            + HTTP_RESPONSE_BYTE_CYCLES * max_response_bytes * nodes
     }
 
     /// USD of `cycles` at [`USD_PER_TRILLION_CYCLES`].

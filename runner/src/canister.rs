@@ -14,11 +14,12 @@ use candid::Principal;
 use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, Instance, Linker, Module, OptLevel, Store, Val};
 
-use crate::host::{self, executed, Host, Kind, Message, Trap};
+use crate::host::{self, executed, Call, Host, Kind, Message, Trap};
 use crate::instrument::{self, Instrumented, Metering, START_EXPORT};
+use crate::replica::{self, pocket_ic, reject_code};
 
 /// Instruction limits per execution kind.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Limits {
     /// `start` + `canister_init`, or `pre_upgrade` + `start` + `post_upgrade` together.
     pub install: u64,
@@ -40,13 +41,16 @@ impl Limits {
     /// PocketIC's benchmarking subnet, where canbench runs: every message limit raised to
     /// 99,999,999,999,999 except install, which stays at 300 B (pocket_ic.rs
     /// `with_benchmarking_application_subnet`).
-    pub const BENCHMARK: Limits =
-        Limits { install: ic::INSTALL_INSTRUCTION_LIMIT, update: 99_999_999_999_999, query: 99_999_999_999_999 };
+    pub const BENCHMARK: Limits = Limits {
+        install: ic::INSTALL_INSTRUCTION_LIMIT,
+        update: pocket_ic::BENCH_MESSAGE_LIMIT,
+        query: pocket_ic::BENCH_MESSAGE_LIMIT,
+    };
 }
 
-/// The canister id canbench's PocketIC gives the first canister (`lxzze-o7777-77777-aaaaa-cai`).
+/// The canister id canbench's PocketIC gives the first canister.
 pub fn default_canister_id() -> Principal {
-    Principal::from_text("lxzze-o7777-77777-aaaaa-cai").expect("valid principal")
+    Principal::from_text(pocket_ic::FIRST_CANISTER_ID).expect("valid principal")
 }
 
 /// The controller the runner installs canisters with unless told otherwise (a fixed,
@@ -55,8 +59,7 @@ pub fn default_controller() -> Principal {
     Principal::from_text("hpikg-6exdt-jn33w-ndty3-fc7jc-tl2lr-buih3-cs3y7-tftkp-sfp62-gqe").expect("valid principal")
 }
 
-/// 2021-05-06T19:17:10Z, the time PocketIC starts at, in ns since 1970.
-pub const START_TIME_NS: u64 = 1_620_328_630_000_000_000;
+pub use replica::pocket_ic::START_TIME_NS;
 
 /// How a canister is set up.
 #[derive(Clone, Debug)]
@@ -69,6 +72,10 @@ pub struct Options {
     pub limits: Limits,
     /// Print `debug_print` output to stderr as it happens.
     pub print_output: bool,
+    /// The canister's `wasm_memory_limit` setting in bytes (default 3 GiB; 0: none).
+    pub wasm_memory_limit: u64,
+    /// The canister's environment variables (canister settings), any order.
+    pub env_vars: Vec<(String, String)>,
 }
 
 impl Default for Options {
@@ -78,7 +85,21 @@ impl Default for Options {
             controllers: vec![default_controller()],
             limits: Limits::PRODUCTION,
             print_output: false,
+            wasm_memory_limit: replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES,
+            env_vars: Vec::new(),
         }
+    }
+}
+
+impl Options {
+    /// The host state a canister with these settings starts from.
+    fn host(&self) -> Host {
+        let mut host = Host::new(self.canister_id, self.controllers.clone());
+        host.print_output = self.print_output;
+        host.wasm_memory_limit = self.wasm_memory_limit;
+        host.env_vars = self.env_vars.clone();
+        host.env_vars.sort();
+        host
     }
 }
 
@@ -266,11 +287,34 @@ fn compile_cached(wasm: &[u8]) -> Result<Module> {
     Ok(module)
 }
 
-/// Saved heap and globals, to go back to the state before a message.
+/// Saved heap and globals, to go back to the state before an execution.
 struct Snapshot {
     heap: Vec<u8>,
     globals: Vec<(u32, Val)>,
 }
+
+/// What the wasm runs: an export, or a callback by table index with its environment.
+#[derive(Clone, Copy, Debug)]
+enum Entry<'a> {
+    Export(&'a str),
+    Callback(u32, u32),
+}
+
+/// One execution's result.
+struct Execution {
+    trap: Option<Trap>,
+    used: u64,
+    /// The execution's context after it ran (reply state), if it did not trap.
+    msg: Message,
+    /// Calls it performed (none if it trapped or was a query).
+    calls: Vec<Call>,
+    dirtied: u64,
+    output: Vec<String>,
+}
+
+/// Upper bound on the executions one message may trigger (callbacks, self-calls), against a
+/// canister that calls itself forever.
+const MAX_EXECUTIONS_PER_MESSAGE: u64 = 100_000;
 
 /// A canister: its code, its live wasmtime instance and its stable memory.
 pub struct Canister {
@@ -278,17 +322,23 @@ pub struct Canister {
     store: Store<Host>,
     instance: Instance,
     opts: Options,
+    /// Replicated executions so far (the clock moves 1 ms with each).
     messages: u64,
+    /// Time added by [`Canister::advance_time`], ns.
+    time_offset: u64,
+    /// Executions of the current message (calls and callbacks included).
+    executions: u64,
+    /// Calls to the management canister's `raw_rand` so far (seeds its deterministic bytes).
+    raw_rand_calls: u64,
 }
 
 impl Canister {
     /// Creates and installs a canister: `start`, then `canister_init(arg)`, within the install
     /// limit. A trap leaves nothing: the error says why.
     pub fn install(code: Arc<Code>, arg: &[u8], opts: Options) -> Result<(Canister, Outcome)> {
-        let mut host = Host::new(opts.canister_id, opts.controllers.clone());
-        host.print_output = opts.print_output;
-        let (store, instance) = instantiate(&code, host)?;
-        let mut c = Canister { code, store, instance, opts, messages: 0 };
+        let (store, instance) = instantiate(&code, opts.host())?;
+        let mut c =
+            Canister { code, store, instance, opts, messages: 0, time_offset: 0, executions: 0, raw_rand_calls: 0 };
         let limit = c.opts.limits.install;
         c.begin(Kind::Init, arg.to_vec(), Principal::anonymous());
         let started = Instant::now();
@@ -302,7 +352,9 @@ impl Canister {
     }
 
     /// Runs update `method` with Candid-encoded `arg` from `caller`. If the canister traps,
-    /// every change of the message is undone.
+    /// every change of the execution is undone. Calls the method makes are delivered and their
+    /// callbacks run before this returns (see the module docs of `host`); the outcome counts the
+    /// instructions of all of them.
     pub fn update(&mut self, method: &str, arg: &[u8], caller: Principal) -> Outcome {
         self.message(Kind::Update, &format!("canister_update {method}"), method, arg, caller)
     }
@@ -310,6 +362,39 @@ impl Canister {
     /// Runs query `method`; its changes are always undone.
     pub fn query(&mut self, method: &str, arg: &[u8], caller: Principal) -> Outcome {
         self.message(Kind::Query, &format!("canister_query {method}"), method, arg, caller)
+    }
+
+    /// Runs `canister_global_timer` if the global timer is set and due (the timer is cleared
+    /// first, as on the IC), with the calls it makes (ic-cdk's timers call the canister itself).
+    /// `None` if no timer is due.
+    pub fn tick(&mut self) -> Option<Outcome> {
+        let due = self.store.data().timer;
+        if due == 0 || due > self.time() || !self.code.exports("canister_global_timer") {
+            return None;
+        }
+        self.store.data_mut().timer = 0;
+        let id = self.store.data().canister_id;
+        let mut out = self.message(Kind::GlobalTimer, "canister_global_timer", "canister_global_timer", &[], id);
+        // A timer answers nobody.
+        if matches!(out.result, Err(Reject::DidNotReply)) {
+            out.result = Ok(Vec::new());
+        }
+        Some(out)
+    }
+
+    /// Moves the canister's clock forward by `ns` nanoseconds.
+    pub fn advance_time(&mut self, ns: u64) {
+        self.time_offset += ns;
+    }
+
+    /// The canister's current time (`ic0.time` of its next execution), ns since 1970.
+    pub fn now(&self) -> u64 {
+        self.time()
+    }
+
+    /// The global timer (ns since 1970; 0 if unset).
+    pub fn timer(&self) -> u64 {
+        self.store.data().timer
     }
 
     /// Upgrades to `code`: `pre_upgrade` on the old instance, a fresh instance of the new module
@@ -364,18 +449,18 @@ impl Canister {
     /// settings), with its own wasmtime instance, so that it can run on another thread.
     pub fn fork(&mut self) -> Result<Canister> {
         let snap = self.snapshot();
-        let h = self.store.data();
-        let mut host = Host::new(h.canister_id, h.controllers.clone());
-        host.cycles = h.cycles;
-        host.version = h.version;
-        host.timer = h.timer;
-        host.certified_data = h.certified_data.clone();
-        host.log_used = h.log_used;
-        host.print_output = h.print_output;
-        host.stable = host::StableMemory::from_bytes(h.stable.bytes.clone());
+        let host = self.store.data().clone_state();
         let (store, instance) = instantiate(&self.code, host)?;
-        let mut c =
-            Canister { code: self.code.clone(), store, instance, opts: self.opts.clone(), messages: self.messages };
+        let mut c = Canister {
+            code: self.code.clone(),
+            store,
+            instance,
+            opts: self.opts.clone(),
+            messages: self.messages,
+            time_offset: self.time_offset,
+            executions: 0,
+            raw_rand_calls: self.raw_rand_calls,
+        };
         c.restore(snap);
         Ok(c)
     }
@@ -407,8 +492,8 @@ impl Canister {
     }
 
     fn time(&self) -> u64 {
-        // Constant within a message, one millisecond later for each message.
-        START_TIME_NS + self.messages * 1_000_000
+        // Constant within an execution, one millisecond later for each replicated execution.
+        START_TIME_NS + self.messages * 1_000_000 + self.time_offset
     }
 
     fn memory(&mut self) -> Option<wasmtime::Memory> {
@@ -416,57 +501,179 @@ impl Canister {
     }
 
     fn begin(&mut self, kind: Kind, arg: Vec<u8>, caller: Principal) {
-        let time = self.time();
-        let h = self.store.data_mut();
-        h.msg = Message::new(kind, arg, caller, time);
-        h.stable.begin(kind);
-        h.output.clear();
+        let msg = Message::new(kind, arg, caller, self.time());
+        self.store.data_mut().begin(msg);
+    }
+
+    fn refused(&mut self, reject: Reject) -> Outcome {
+        Outcome {
+            result: Err(reject),
+            instructions: 0,
+            dirtied_pages: 0,
+            heap_bytes: self.heap_bytes(),
+            stable_bytes: self.stable_memory().len() as u64,
+            output: Vec::new(),
+            wall: Duration::ZERO,
+        }
     }
 
     fn message(&mut self, kind: Kind, export: &str, method: &str, arg: &[u8], caller: Principal) -> Outcome {
-        let refused = if arg.len() as u64 > MAX_INGRESS_BYTES {
-            Some(Reject::TooLarge { bytes: arg.len() as u64, limit: MAX_INGRESS_BYTES })
-        } else if !self.code.exports(export) {
-            Some(Reject::NoSuchMethod(method.to_string()))
-        } else {
-            None
+        if arg.len() as u64 > MAX_INGRESS_BYTES {
+            return self.refused(Reject::TooLarge { bytes: arg.len() as u64, limit: MAX_INGRESS_BYTES });
+        }
+        if !self.code.exports(export) {
+            return self.refused(Reject::NoSuchMethod(method.to_string()));
+        }
+        let started = Instant::now();
+        self.executions = 0;
+        let (result, used, dirtied, output) = self.call_context(kind, export, arg.to_vec(), caller);
+        Outcome {
+            result,
+            instructions: used,
+            dirtied_pages: dirtied,
+            heap_bytes: self.heap_bytes(),
+            stable_bytes: self.stable_memory().len() as u64,
+            output,
+            wall: started.elapsed(),
+        }
+    }
+
+    /// Runs one call context: the method's execution, then the calls it performed, each
+    /// answered and followed by its callback (which may reply to this context's caller and make
+    /// further calls). Returns the reply, the instructions of every execution, the stable pages
+    /// they dirtied and their output.
+    fn call_context(
+        &mut self,
+        kind: Kind,
+        export: &str,
+        arg: Vec<u8>,
+        caller: Principal,
+    ) -> (Result<Vec<u8>, Reject>, u64, u64, Vec<String>) {
+        let limit = if kind == Kind::Query { self.opts.limits.query } else { self.opts.limits.update };
+        let first = self.execute(Message::new(kind, arg, caller, self.time()), Entry::Export(export), limit);
+        let (mut used, mut dirtied, mut output) = (first.used, first.dirtied, first.output);
+        if let Some(t) = first.trap {
+            return (Err(Reject::Trapped(t)), used, dirtied, output);
+        }
+        let mut ctx = first.msg;
+        let mut queue: std::collections::VecDeque<Call> = first.calls.into();
+        while let Some(call) = queue.pop_front() {
+            let response = self.deliver(&call, &mut used, &mut dirtied, &mut output);
+            // Nobody offline accepts cycles: whatever the call carried comes back.
+            self.store.data_mut().cycles += call.cycles;
+            let (kind, (fun, env), arg, code, text) = match response {
+                Ok(reply) => (Kind::ReplyCallback, call.reply, reply, 0, String::new()),
+                Err((code, text)) => (Kind::RejectCallback, call.reject, Vec::new(), code, text),
+            };
+            let mut m = Message::new(kind, arg, ctx.caller, self.time());
+            (m.reply, m.replied, m.rejected, m.max_reply) =
+                (ctx.reply.clone(), ctx.replied, ctx.rejected.clone(), ctx.max_reply);
+            (m.reject_code, m.reject_message) = (code, text);
+            let e = self.execute(m, Entry::Callback(fun, env), self.opts.limits.update);
+            used += e.used;
+            dirtied += e.dirtied;
+            output.extend(e.output);
+            match e.trap {
+                None => {
+                    (ctx.reply, ctx.replied, ctx.rejected) = (e.msg.reply, e.msg.replied, e.msg.rejected);
+                    queue.extend(e.calls);
+                }
+                Some(_) => {
+                    if let Some((fun, env)) = call.cleanup {
+                        let m = Message::new(Kind::Cleanup, Vec::new(), ctx.caller, self.time());
+                        let e = self.execute(m, Entry::Callback(fun, env), self.opts.limits.update);
+                        used += e.used;
+                        dirtied += e.dirtied;
+                        output.extend(e.output);
+                    }
+                }
+            }
+        }
+        let result = match (ctx.rejected, ctx.replied) {
+            (Some(msg), _) => Err(Reject::Rejected(msg)),
+            (None, true) => Ok(ctx.reply),
+            (None, false) => Err(Reject::DidNotReply),
         };
-        if let Some(reject) = refused {
-            return Outcome {
-                result: Err(reject),
-                instructions: 0,
-                dirtied_pages: 0,
-                heap_bytes: self.heap_bytes(),
-                stable_bytes: self.stable_memory().len() as u64,
-                output: Vec::new(),
-                wall: Duration::ZERO,
+        (result, used, dirtied, output)
+    }
+
+    /// Answers a call: a call to this canister runs here (its own call context), `raw_rand` of
+    /// the management canister returns 32 deterministic bytes, anything else is rejected as the
+    /// replica rejects a call to a canister that does not exist. Err: (reject code, message).
+    fn deliver(
+        &mut self,
+        call: &Call,
+        used: &mut u64,
+        dirtied: &mut u64,
+        output: &mut Vec<String>,
+    ) -> Result<Vec<u8>, (i32, String)> {
+        let me = self.store.data().canister_id;
+        if call.callee == me {
+            let update = format!("canister_update {}", call.method);
+            let query = format!("canister_query {}", call.method);
+            let (kind, export) = if self.code.exports(&update) {
+                (Kind::Update, update)
+            } else if self.code.exports(&query) {
+                (Kind::Query, query)
+            } else {
+                return Err((
+                    reject_code::CANISTER_ERROR,
+                    format!("Canister {me} has no update method '{}'", call.method),
+                ));
+            };
+            if self.executions >= MAX_EXECUTIONS_PER_MESSAGE {
+                return Err((reject_code::SYS_TRANSIENT, "too many nested calls in one message offline".into()));
+            }
+            let (r, u, d, o) = self.call_context(kind, &export, call.arg.clone(), me);
+            *used += u;
+            *dirtied += d;
+            output.extend(o);
+            return match r {
+                Ok(reply) => Ok(reply),
+                Err(Reject::Rejected(m)) => Err((reject_code::CANISTER_REJECT, m)),
+                Err(e) => Err((reject_code::CANISTER_ERROR, e.to_string())),
             };
         }
-        let limit = if kind == Kind::Query { self.opts.limits.query } else { self.opts.limits.update };
+        if call.callee == Principal::management_canister() && call.method == "raw_rand" {
+            self.raw_rand_calls += 1;
+            let bytes = Sha256::digest(format!("stablebench raw_rand {}", self.raw_rand_calls)).to_vec();
+            return Ok(candid::encode_one(bytes).expect("encode a blob"));
+        }
+        Err((
+            reject_code::DESTINATION_INVALID,
+            format!(
+                "Canister {} not found (the offline runner runs one canister; calls to others are rejected)",
+                call.callee
+            ),
+        ))
+    }
+
+    /// Runs one execution from a snapshot: on a trap (or always, for a query) everything it did
+    /// is undone.
+    fn execute(&mut self, msg: Message, entry: Entry<'_>, limit: u64) -> Execution {
+        self.executions += 1;
+        let kind = msg.kind;
         let snap = self.snapshot();
-        self.begin(kind, arg.to_vec(), caller);
-        let started = Instant::now();
-        let (r, used) = self.call(export, limit);
-        let result = r.map_err(Reject::Trapped).and_then(|()| {
-            let m = &mut self.store.data_mut().msg;
-            match (&m.rejected, m.replied) {
-                (Some(msg), _) => Err(Reject::Rejected(msg.clone())),
-                (None, true) => Ok(std::mem::take(&mut m.reply)),
-                (None, false) => Err(Reject::DidNotReply),
-            }
-        });
-        let mut out = self.finish(result, used, started);
-        if kind == Kind::Query || matches!(out.result, Err(Reject::Trapped(_))) {
+        self.store.data_mut().begin(msg);
+        let (r, used) = self.call(entry, limit);
+        let h = self.store.data_mut();
+        let calls = std::mem::take(&mut h.performed);
+        let msg = h.msg.clone();
+        let output = std::mem::take(&mut h.output);
+        let dirtied = h.stable.dirtied;
+        let keep = r.is_ok() && kind != Kind::Query;
+        if !keep {
             self.store.data_mut().stable.rollback();
             self.restore(snap);
-            out.heap_bytes = self.heap_bytes();
-            out.stable_bytes = self.stable_memory().len() as u64;
         }
-        out
+        if kind != Kind::Query {
+            self.messages += 1;
+        }
+        Execution { trap: r.err(), used, msg, calls: if keep { calls } else { Vec::new() }, dirtied, output }
     }
 
     fn finish(&mut self, result: Result<Vec<u8>, Reject>, instructions: u64, started: Instant) -> Outcome {
-        // The clock moves with replicated executions; a query leaves it (like everything) as it was.
+        // The clock moves with replicated executions.
         if self.store.data().msg.kind != Kind::Query {
             self.messages += 1;
         }
@@ -488,7 +695,10 @@ impl Canister {
         let mut used = 0;
         for step in steps {
             let k = if *step == START_EXPORT { Kind::Start } else { kind };
-            self.store.data_mut().msg.kind = k;
+            let h = self.store.data_mut();
+            h.msg.kind = k;
+            // Each step is an execution of its own kind: its own page budgets and log.
+            h.stable.begin(k);
             let (r, u) = self.call_if_exported(step, limit - used.min(limit));
             used += u;
             if let Err(e) = r {
@@ -500,15 +710,19 @@ impl Canister {
 
     fn call_if_exported(&mut self, export: &str, limit: u64) -> (Result<(), Trap>, u64) {
         if self.code.exports(export) || (export == START_EXPORT && self.code.info.has_start) {
-            self.call(export, limit)
+            self.call(Entry::Export(export), limit)
         } else {
             (Ok(()), 0)
         }
     }
 
-    /// Calls `export` with the counter set to `limit`; returns how it ended and the
+    /// Calls `entry` with the counter set to `limit`; returns how it ended and the
     /// instructions it executed.
-    fn call(&mut self, export: &str, limit: u64) -> (Result<(), Trap>, u64) {
+    fn call(&mut self, entry: Entry<'_>, limit: u64) -> (Result<(), Trap>, u64) {
+        enum Callable {
+            Export(wasmtime::TypedFunc<(), ()>),
+            Callback(wasmtime::TypedFunc<i32, ()>, i32),
+        }
         let counter = self.instance.get_global(&mut self.store, instrument::COUNTER_EXPORT).expect("counter export");
         let flag = self
             .instance
@@ -517,19 +731,30 @@ impl Canister {
         counter.set(&mut self.store, Val::I64(limit.min(i64::MAX as u64) as i64)).expect("set counter");
         flag.set(&mut self.store, Val::I32(0)).expect("set flag");
         self.store.data_mut().limit = limit;
-        let func = match self.instance.get_typed_func::<(), ()>(&mut self.store, export) {
-            Ok(f) => f,
-            Err(e) => return (Err(Trap::ContractViolation(format!("{export}: {e}"))), 0),
+        let callable = match entry {
+            Entry::Export(export) => match self.instance.get_typed_func::<(), ()>(&mut self.store, export) {
+                Ok(f) => Callable::Export(f),
+                Err(e) => return (Err(Trap::ContractViolation(format!("{export}: {e}"))), 0),
+            },
+            Entry::Callback(fun, env) => match self.callback(fun) {
+                Ok(f) => Callable::Callback(f, env as i32),
+                Err(t) => return (Err(t), 0),
+            },
         };
+        self.store.data_mut().executing = true;
         let store = &mut self.store;
         let r = std::thread::scope(|s| {
             std::thread::Builder::new()
                 .stack_size(THREAD_STACK)
-                .spawn_scoped(s, move || func.call(store, ()))
+                .spawn_scoped(s, move || match callable {
+                    Callable::Export(f) => f.call(store, ()),
+                    Callable::Callback(f, env) => f.call(store, env),
+                })
                 .expect("spawn the execution thread")
                 .join()
                 .expect("the execution thread panicked")
         });
+        self.store.data_mut().executing = false;
         let used = executed(limit, counter.get(&mut self.store).unwrap_i64());
         let r = r.map_err(|e| {
             if let Some(t) = e.downcast_ref::<Trap>() {
@@ -543,6 +768,20 @@ impl Canister {
             }
         });
         (r, used)
+    }
+
+    /// The callback at index `fun` of the canister's function table.
+    fn callback(&mut self, fun: u32) -> Result<wasmtime::TypedFunc<i32, ()>, Trap> {
+        let table = self
+            .instance
+            .get_table(&mut self.store, instrument::TABLE_EXPORT)
+            .ok_or_else(|| Trap::ContractViolation("a callback was given but the module has no table".into()))?;
+        match table.get(&mut self.store, u64::from(fun)) {
+            Some(wasmtime::Ref::Func(Some(f))) => {
+                f.typed::<i32, ()>(&self.store).map_err(|e| Trap::ContractViolation(format!("callback {fun}: {e}")))
+            }
+            _ => Err(Trap::ContractViolation(format!("callback {fun}: no function at this table index"))),
+        }
     }
 
     fn snapshot(&mut self) -> Snapshot {
@@ -603,16 +842,20 @@ impl Canister {
         std::fs::write(dir.join("stable.bin"), self.stable_memory())?;
         let h = self.store.data();
         let state = SavedState {
-            canister_id: h.canister_id.to_text(),
-            controllers: h.controllers.iter().map(|p| p.to_text()).collect(),
-            cycles: h.cycles.to_string(),
+            format: SAVED_STATE_FORMAT,
+            canister_id: h.canister_id,
+            controllers: h.controllers.clone(),
+            cycles: h.cycles,
             version: h.version,
             timer: h.timer,
-            log_used: h.log_used,
             messages: self.messages,
+            time_offset: self.time_offset,
+            raw_rand_calls: self.raw_rand_calls,
             metering: self.code.metering == Metering::On,
-            limits: [self.opts.limits.install, self.opts.limits.update, self.opts.limits.query],
-            globals: snap.globals.iter().map(|(g, v)| (*g, val_to_bits(v))).collect(),
+            limits: self.opts.limits,
+            wasm_memory_limit: h.wasm_memory_limit,
+            env_vars: h.env_vars.clone(),
+            globals: snap.globals.iter().map(|(g, v)| Ok((*g, GlobalValue::of(v)?))).collect::<Result<_>>()?,
         };
         std::fs::write(dir.join("state.yml"), serde_yaml::to_string(&state)?)?;
         Ok(())
@@ -620,64 +863,99 @@ impl Canister {
 
     /// Loads a canister saved by [`Canister::save`].
     pub fn load(dir: &Path, print_output: bool) -> Result<Canister> {
-        let state: SavedState = serde_yaml::from_str(
-            &std::fs::read_to_string(dir.join("state.yml"))
-                .with_context(|| format!("no canister saved in {}", dir.display()))?,
-        )?;
+        let text = std::fs::read_to_string(dir.join("state.yml"))
+            .with_context(|| format!("no canister saved in {}", dir.display()))?;
+        let state: SavedState = serde_yaml::from_str(&text).with_context(|| {
+            format!(
+                "{}: not a canister saved by this runner (format {SAVED_STATE_FORMAT}); install it again",
+                dir.join("state.yml").display()
+            )
+        })?;
+        if state.format != SAVED_STATE_FORMAT {
+            bail!("{}: saved in format {}, this runner reads {SAVED_STATE_FORMAT}", dir.display(), state.format);
+        }
         let metering = if state.metering { Metering::On } else { Metering::Off };
         let code = Code::from_file(&dir.join("module.wasm"), metering)?;
-        let controllers = state.controllers.iter().map(Principal::from_text).collect::<Result<Vec<_>, _>>()?;
-        let canister_id = Principal::from_text(&state.canister_id)?;
-        let mut host = Host::new(canister_id, controllers.clone());
-        host.cycles = state.cycles.parse()?;
+        let opts = Options {
+            canister_id: state.canister_id,
+            controllers: state.controllers,
+            limits: state.limits,
+            print_output,
+            wasm_memory_limit: state.wasm_memory_limit,
+            env_vars: state.env_vars,
+        };
+        let mut host = opts.host();
+        host.cycles = state.cycles;
         host.version = state.version;
         host.timer = state.timer;
-        host.log_used = state.log_used;
-        host.print_output = print_output;
         host.stable = host::StableMemory::from_bytes(std::fs::read(dir.join("stable.bin"))?);
         let (store, instance) = instantiate(&code, host)?;
-        let [install, update, query] = state.limits;
-        let opts = Options { canister_id, controllers, limits: Limits { install, update, query }, print_output };
-        let mut c = Canister { code, store, instance, opts, messages: state.messages };
-        let globals = state.globals.iter().map(|(g, bits)| Ok((*g, bits_to_val(bits)?))).collect::<Result<Vec<_>>>()?;
+        let mut c = Canister {
+            code,
+            store,
+            instance,
+            opts,
+            messages: state.messages,
+            time_offset: state.time_offset,
+            executions: 0,
+            raw_rand_calls: state.raw_rand_calls,
+        };
+        let globals = state.globals.iter().map(|(g, v)| (*g, v.val())).collect();
         c.restore(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });
         Ok(c)
     }
 }
 
+/// Version of `state.yml`; a runner refuses other versions instead of misreading them.
+const SAVED_STATE_FORMAT: u32 = 2;
+
+/// Everything of a canister that is not a memory or the module, as `state.yml`.
 #[derive(serde::Serialize, serde::Deserialize)]
 struct SavedState {
-    canister_id: String,
-    controllers: Vec<String>,
-    cycles: String,
+    format: u32,
+    canister_id: Principal,
+    controllers: Vec<Principal>,
+    cycles: u128,
     version: u64,
     timer: u64,
-    log_used: u64,
     messages: u64,
+    time_offset: u64,
+    raw_rand_calls: u64,
     metering: bool,
-    limits: [u64; 3],
-    globals: Vec<(u32, String)>,
+    limits: Limits,
+    wasm_memory_limit: u64,
+    env_vars: Vec<(String, String)>,
+    globals: Vec<(u32, GlobalValue)>,
 }
 
-fn val_to_bits(v: &Val) -> String {
-    match v {
-        Val::I32(x) => format!("i32:{x}"),
-        Val::I64(x) => format!("i64:{x}"),
-        Val::F32(x) => format!("f32:{x}"),
-        Val::F64(x) => format!("f64:{x}"),
-        other => format!("unsupported:{other:?}"),
+/// A mutable global's value, floats as their bits so that they round-trip exactly.
+#[derive(serde::Serialize, serde::Deserialize)]
+enum GlobalValue {
+    I32(i32),
+    I64(i64),
+    F32(u32),
+    F64(u64),
+}
+
+impl GlobalValue {
+    fn of(v: &Val) -> Result<GlobalValue> {
+        Ok(match v {
+            Val::I32(x) => GlobalValue::I32(*x),
+            Val::I64(x) => GlobalValue::I64(*x),
+            Val::F32(bits) => GlobalValue::F32(*bits),
+            Val::F64(bits) => GlobalValue::F64(*bits),
+            other => bail!("cannot save a global of type {other:?}"),
+        })
     }
-}
 
-fn bits_to_val(s: &str) -> Result<Val> {
-    let (ty, v) = s.split_once(':').ok_or_else(|| anyhow!("bad global {s:?}"))?;
-    Ok(match ty {
-        "i32" => Val::I32(v.parse()?),
-        "i64" => Val::I64(v.parse()?),
-        "f32" => Val::F32(v.parse()?),
-        "f64" => Val::F64(v.parse()?),
-        _ => bail!("cannot restore global {s:?}"),
-    })
+    fn val(&self) -> Val {
+        match *self {
+            GlobalValue::I32(x) => Val::I32(x),
+            GlobalValue::I64(x) => Val::I64(x),
+            GlobalValue::F32(bits) => Val::F32(bits),
+            GlobalValue::F64(bits) => Val::F64(bits),
+        }
+    }
 }
 
 /// wasmtime's error as an anyhow error, keeping its message chain.
@@ -696,6 +974,7 @@ type Failed = Box<(anyhow::Error, Host)>;
 
 fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), Failed> {
     let mut store = Store::new(engine(), host);
+    store.limiter(|h| h);
     let instance = match code.linker.instantiate(&mut store, &code.module) {
         Ok(i) => i,
         Err(e) => return Err(Box::new((wt(e).context("instantiating the module"), store.into_data()))),

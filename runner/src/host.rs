@@ -1,34 +1,35 @@
-//! The IC system API (`ic0.*`) as wasmtime host functions, with the replica's fees.
+//! The IC system API (`ic0.*`) as wasmtime host functions, with the replica's fees and the
+//! interface specification's rules of where each call may be used.
 //!
-//! Fees follow docs/sources.md (dfinity/ic `system_api_complexity.rs`
-//! `overhead`, `linker.rs` `charge_for_cpu*`): every call first charges its fixed overhead plus
-//! 1 instruction per byte copied (50 per byte for data leaving the canister), then does its work.
-//! Stable memory follows the native-stable-memory rules of section 4
-//! (`system_api_replacements.rs`): 20 + len per read or write, 1,000 per 4 KiB page a message
-//! writes for the first time, 100 per grow, and per-message page budgets. The wasm `call` (5)
-//! that reaches a host function is charged by the instrumented caller, as on the IC.
+//! Every fee and limit is a named constant of [`crate::replica`] with its source. Each call first
+//! charges its fixed overhead plus 1 instruction per byte copied in or out (50 per byte for bytes
+//! leaving the canister), then checks its context, then does its work, as
+//! ic:`rs/embedders/src/wasmtime_embedder/linker.rs` does. The wasm `call` (5) that reaches a
+//! host function is charged by the instrumented caller, as on the IC.
+//!
+//! The functions register in groups ([`add_to_linker`]): message data, replies, cycles, identity
+//! and status, time and timers, certification, logging, stable memory, environment variables,
+//! cost queries, and calls. Offline there is no other canister: a call to this canister runs
+//! here (that is how ic-cdk's timers execute), a call to `raw_rand` of the management canister
+//! gets deterministic bytes, any other call is answered the way the replica answers a call to a
+//! canister that does not exist (see `crate::canister`).
 
+use std::collections::VecDeque;
 use std::fmt;
 
 use candid::Principal;
 use wasmtime::{Caller, Global, Linker, Memory, Val};
 
-/// 4 KiB: the OS page, the unit of the dirty-page fee and the page budgets.
-pub const OS_PAGE: u64 = 4096;
-/// 64 KiB: the wasm page, the unit of `stable64_size` and `stable64_grow`.
-pub const WASM_PAGE: u64 = stablebench_grid::ic::WASM_PAGE_BYTES;
-/// Fee per 4 KiB page a message writes to stable memory for the first time
-/// (`DEFAULT_DIRTY_PAGE_OVERHEAD`, application subnets).
-pub const DIRTY_PAGE_FEE: u64 = 1_000;
-/// Largest stable memory, in wasm pages (500 GiB, `max_stable_memory_size`).
-pub const MAX_STABLE_PAGES: u64 = 500 * (1 << 30) / WASM_PAGE;
-/// Canister log capacity in bytes (MAX_ALLOWED_CANISTER_LOG_BUFFER_SIZE).
-pub const LOG_CAPACITY: u64 = 4096;
-/// Multiplier for bytes that leave the canister (BYTE_TRANSMISSION_COST_FACTOR).
-pub const TRANSMISSION_FACTOR: u64 = 50;
+use crate::replica::{self, fee, log, page_budget, TRANSMISSION_FACTOR};
+pub use crate::replica::{DIRTY_PAGE_FEE, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES, OS_PAGE};
 
-/// Which entry point a message runs; decides which APIs are allowed, the reply rules and the
-/// stable-memory page budgets.
+/// 64 KiB: the wasm page, the unit of `stable64_size` and `stable64_grow`.
+pub const WASM_PAGE: u64 = replica::WASM_PAGE_BYTES;
+/// Largest stable memory, in wasm pages.
+pub const MAX_STABLE_PAGES: u64 = replica::MAX_STABLE_BYTES / WASM_PAGE;
+
+/// Which entry point an execution runs; decides which APIs are allowed, the reply rules, the
+/// stable-memory page budgets and whether the wasm memory limit applies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     /// The module's start function (install and upgrade).
@@ -43,20 +44,35 @@ pub enum Kind {
     Update,
     /// `canister_query <name>`, non-replicated.
     Query,
+    /// A reply callback of a call this canister made.
+    ReplyCallback,
+    /// A reject callback of a call this canister made.
+    RejectCallback,
+    /// The cleanup callback, after a reply or reject callback trapped.
+    Cleanup,
+    /// `canister_global_timer`.
+    GlobalTimer,
 }
 
 impl Kind {
-    /// Per-execution page budgets in 4 KiB pages: (dirty, accessed) (rs/config/src/embedders.rs).
+    /// Per-execution page budgets in 4 KiB pages: (dirty, accessed).
     pub fn page_budgets(self) -> (u64, u64) {
         match self {
-            Kind::Update => (524_288, 524_288),
-            Kind::Query => (262_144, 262_144),
-            Kind::Start | Kind::Init | Kind::PreUpgrade | Kind::PostUpgrade => (2_097_152, 2_097_152),
+            Kind::Query => page_budget::QUERY,
+            Kind::Init | Kind::PreUpgrade | Kind::PostUpgrade => page_budget::UPGRADE,
+            _ => page_budget::MESSAGE,
         }
+    }
+
+    /// Whether `wasm_memory_limit` applies: every replicated execution except `pre_upgrade`
+    /// (so that a canister over its limit can still be upgraded), never a query (the
+    /// interface specification, canister settings, `wasm_memory_limit`).
+    pub fn enforces_wasm_memory_limit(self) -> bool {
+        !matches!(self, Kind::Query | Kind::PreUpgrade)
     }
 }
 
-/// Why a message stopped with a trap. Carried through wasmtime as the host function's error.
+/// Why an execution stopped with a trap. Carried through wasmtime as the host function's error.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Trap {
     /// The instruction counter went below zero (the message's limit was reached).
@@ -71,6 +87,13 @@ pub enum Trap {
     HeapOutOfBounds,
     /// A page budget of this execution was exceeded.
     PageLimit(&'static str),
+    /// `memory.grow` past the canister's `wasm_memory_limit`.
+    WasmMemoryLimit {
+        /// The limit, bytes.
+        limit: u64,
+        /// The size the heap would have had, bytes.
+        wanted: u64,
+    },
     /// The runner does not implement this API offline.
     Unsupported(String),
 }
@@ -89,6 +112,10 @@ impl fmt::Display for Trap {
                 f,
                 "Exceeded the limit for the number of {which} pages in the stable memory in a single execution"
             ),
+            Trap::WasmMemoryLimit { limit, wanted } => write!(
+                f,
+                "Canister exceeded its current Wasm memory limit of {limit} bytes (memory.grow to {wanted} bytes)"
+            ),
             Trap::Unsupported(api) => write!(f, "ic0.{api} is not supported by the offline runner"),
         }
     }
@@ -102,23 +129,27 @@ fn trap<T>(t: Trap) -> HostResult<T> {
     Err(wasmtime::Error::new(t))
 }
 
-/// Stable memory with the replica's per-message bookkeeping, plus an undo log so that a
-/// message's writes can be rolled back (trapped updates, every query).
+fn violation<T>(m: impl Into<String>) -> HostResult<T> {
+    trap(Trap::ContractViolation(m.into()))
+}
+
+/// Stable memory with the replica's per-execution bookkeeping, plus an undo log so that an
+/// execution's writes can be rolled back (trapped updates, every query).
 #[derive(Clone, Debug, Default)]
 pub struct StableMemory {
     /// The bytes; the length is a multiple of 64 KiB.
     pub bytes: Vec<u8>,
-    /// Per 4 KiB page, this message: bit 0 written, bit 1 accessed (the replica's bytemap).
+    /// Per 4 KiB page, this execution: bit 0 written, bit 1 accessed (the replica's bytemap).
     state: Vec<u8>,
-    /// Pages whose `state` is non-zero, to reset them at the next message.
+    /// Pages whose `state` is non-zero, to reset them at the next execution.
     touched: Vec<u64>,
-    /// Original content of each page this message wrote, for rollback.
+    /// Original content of each page this execution wrote, for rollback.
     undo: Vec<(u64, Box<[u8]>)>,
-    /// Size at the start of the message, for rollback.
+    /// Size at the start of the execution, for rollback.
     len_at_start: usize,
     dirty_left: u64,
     accessed_left: u64,
-    /// Pages written for the first time in this message.
+    /// Pages written for the first time in this execution.
     pub dirtied: u64,
 }
 
@@ -136,7 +167,7 @@ impl StableMemory {
         self.bytes.len() as u64 / WASM_PAGE
     }
 
-    /// Starts a message of `kind`: resets the bytemap and budgets, starts a new undo log.
+    /// Starts an execution of `kind`: resets the bytemap and budgets, starts a new undo log.
     pub fn begin(&mut self, kind: Kind) {
         for p in self.touched.drain(..) {
             self.state[p as usize] = 0;
@@ -147,7 +178,7 @@ impl StableMemory {
         self.dirtied = 0;
     }
 
-    /// Undoes every write and grow of the current message.
+    /// Undoes every write and grow of the current execution.
     pub fn rollback(&mut self) {
         for (page, old) in self.undo.drain(..).rev() {
             let at = (page * OS_PAGE) as usize;
@@ -192,7 +223,7 @@ impl StableMemory {
                 self.touched.push(p);
             }
             let at = (p * OS_PAGE) as usize;
-            // Pages grown by this message are cut off by `rollback`, never restored: no copy.
+            // Pages grown by this execution are cut off by `rollback`, never restored: no copy.
             if save && *s & 1 == 0 && at < self.len_at_start {
                 self.undo.push((p, self.bytes[at..at + OS_PAGE as usize].into()));
             }
@@ -201,12 +232,32 @@ impl StableMemory {
     }
 }
 
-/// Per-message context.
+/// A call the canister is building (`call_new` .. `call_perform`) or has performed.
+#[derive(Clone, Debug)]
+pub struct Call {
+    /// The callee.
+    pub callee: Principal,
+    /// The method.
+    pub method: String,
+    /// The argument bytes.
+    pub arg: Vec<u8>,
+    /// Reply callback: table index and environment.
+    pub reply: (u32, u32),
+    /// Reject callback: table index and environment.
+    pub reject: (u32, u32),
+    /// Cleanup callback, if set.
+    pub cleanup: Option<(u32, u32)>,
+    /// Cycles attached (taken from the balance at `call_perform`).
+    pub cycles: u128,
+}
+
+/// Per-execution context: the call context's argument, caller and reply state, plus what a
+/// callback receives.
 #[derive(Clone, Debug)]
 pub struct Message {
     /// The entry point kind.
     pub kind: Kind,
-    /// Argument bytes.
+    /// Argument bytes (for a reply callback: the reply).
     pub arg: Vec<u8>,
     /// Caller principal.
     pub caller: Principal,
@@ -218,24 +269,68 @@ pub struct Message {
     pub rejected: Option<String>,
     /// Reply size limit in bytes (2 MiB replicated, 3 MiB query).
     pub max_reply: u64,
-    /// `ic0.time` for this message, ns since 1970.
+    /// `ic0.time` for this execution, ns since 1970.
     pub time: u64,
+    /// For a callback: the reject code (0 for a reply) and message.
+    pub reject_code: i32,
+    /// See `reject_code`.
+    pub reject_message: String,
 }
 
-pub use stablebench_grid::ic::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
-
 impl Message {
-    /// A message of `kind` from `caller` with `arg`.
+    /// An execution of `kind` from `caller` with `arg`.
     pub fn new(kind: Kind, arg: Vec<u8>, caller: Principal, time: u64) -> Message {
         let max_reply = if kind == Kind::Query { MAX_QUERY_REPLY_BYTES } else { MAX_UPDATE_REPLY_BYTES };
-        Message { kind, arg, caller, reply: Vec::new(), replied: false, rejected: None, max_reply, time }
+        Message {
+            kind,
+            arg,
+            caller,
+            reply: Vec::new(),
+            replied: false,
+            rejected: None,
+            max_reply,
+            time,
+            reject_code: 0,
+            reject_message: String::new(),
+        }
+    }
+
+    fn answered(&self) -> bool {
+        self.replied || self.rejected.is_some()
+    }
+}
+
+/// The canister's log as one execution sees it: a fresh 4 KiB delta log per execution.
+#[derive(Clone, Debug, Default)]
+struct ExecutionLog {
+    records: VecDeque<u64>,
+    used: u64,
+}
+
+impl ExecutionLog {
+    fn remaining(&self) -> u64 {
+        log::CAPACITY - self.used.min(log::CAPACITY)
+    }
+
+    /// Adds a record of `len` content bytes, dropping the oldest ones to make room
+    /// (`CanisterLog::add_record`).
+    fn add(&mut self, len: u64) {
+        let size = log::RECORD_OVERHEAD + len.min(log::CAPACITY - log::RECORD_OVERHEAD);
+        while self.used + size > log::CAPACITY {
+            match self.records.pop_front() {
+                Some(s) => self.used -= s,
+                None => break,
+            }
+        }
+        self.records.push_back(size);
+        self.used += size;
     }
 }
 
 /// The state host functions work on (wasmtime store data).
 #[derive(Debug)]
 pub struct Host {
-    /// The current message.
+    /// The current execution.
     pub msg: Message,
     /// Stable memory.
     pub stable: StableMemory,
@@ -251,14 +346,24 @@ pub struct Host {
     pub timer: u64,
     /// Certified data set by the canister.
     pub certified_data: Vec<u8>,
-    /// Bytes of the canister log in use (debug_print and trap fees depend on the room left).
-    pub log_used: u64,
+    /// Environment variables, sorted by name (canister settings).
+    pub env_vars: Vec<(String, String)>,
+    /// `wasm_memory_limit` in bytes (canister settings); 0 means none.
+    pub wasm_memory_limit: u64,
     /// Print `debug_print` output to stderr.
     pub print_output: bool,
-    /// Captured `debug_print` lines of the current message.
+    /// Captured `debug_print` lines of the current execution.
     pub output: Vec<String>,
-    /// Instruction limit of the current message (the counter's start value).
+    /// Instruction limit of the current execution (the counter's start value).
     pub limit: u64,
+    /// The call being built.
+    pub building: Option<Call>,
+    /// Calls performed by the current execution, in order.
+    pub performed: Vec<Call>,
+    /// True while wasm runs (the memory limit is checked only then, not when the host restores
+    /// a heap).
+    pub executing: bool,
+    log: ExecutionLog,
     counter: Option<Global>,
     memory: Option<Memory>,
 }
@@ -271,14 +376,19 @@ impl Host {
             stable: StableMemory::default(),
             canister_id,
             controllers,
-            cycles: 1_000_000_000_000_000,
+            cycles: replica::pocket_ic::BENCH_CYCLES,
             version: 0,
             timer: 0,
             certified_data: Vec::new(),
-            log_used: 0,
+            env_vars: Vec::new(),
+            wasm_memory_limit: replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES,
             print_output: false,
             output: Vec::new(),
             limit: 0,
+            building: None,
+            performed: Vec::new(),
+            executing: false,
+            log: ExecutionLog::default(),
             counter: None,
             memory: None,
         }
@@ -288,6 +398,57 @@ impl Host {
     pub fn bind(&mut self, counter: Global, memory: Option<Memory>) {
         self.counter = Some(counter);
         self.memory = memory;
+    }
+
+    /// Starts an execution: its context, stable-memory budgets, a new log, no calls.
+    pub fn begin(&mut self, msg: Message) {
+        self.stable.begin(msg.kind);
+        self.msg = msg;
+        self.output.clear();
+        self.log = ExecutionLog::default();
+        self.building = None;
+        self.performed.clear();
+    }
+
+    /// A copy of the settings and system state (everything but the execution and the memories),
+    /// for a second canister in the same state.
+    pub fn clone_state(&self) -> Host {
+        let mut h = Host::new(self.canister_id, self.controllers.clone());
+        h.cycles = self.cycles;
+        h.version = self.version;
+        h.timer = self.timer;
+        h.certified_data = self.certified_data.clone();
+        h.env_vars = self.env_vars.clone();
+        h.wasm_memory_limit = self.wasm_memory_limit;
+        h.print_output = self.print_output;
+        h.stable = StableMemory::from_bytes(self.stable.bytes.clone());
+        h
+    }
+}
+
+impl wasmtime::ResourceLimiter for Host {
+    /// `memory.grow` of the heap: past 4 GiB it fails (-1), as in any wasm32 engine; past the
+    /// canister's `wasm_memory_limit` in an execution where the limit applies it traps, as the
+    /// replica's `try_grow_wasm_memory` does.
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        let desired = desired as u64;
+        if desired > replica::MAX_WASM32_HEAP_BYTES {
+            return Ok(false);
+        }
+        let limit = self.wasm_memory_limit;
+        if self.executing
+            && limit > 0
+            && desired > limit
+            && desired > current as u64
+            && self.msg.kind.enforces_wasm_memory_limit()
+        {
+            return trap(Trap::WasmMemoryLimit { limit, wanted: desired });
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, _desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(true)
     }
 }
 
@@ -303,7 +464,7 @@ fn charge(caller: &mut Caller<'_, Host>, fee: u64) -> HostResult<()> {
     Ok(())
 }
 
-/// Instructions executed so far in this message: limit - counter, floored at 0.
+/// Instructions executed so far in this execution: limit - counter, floored at 0.
 pub fn executed(limit: u64, counter: i64) -> u64 {
     (limit as i128 - counter as i128).clamp(0, u64::MAX as i128) as u64
 }
@@ -323,17 +484,10 @@ fn heap_range(heap_len: usize, at: u64, len: u64) -> HostResult<std::ops::Range<
 }
 
 /// Copies `src[offset..offset + size]` to the heap at `dst` (the `*_copy` idiom).
-fn copy_out(
-    caller: &mut Caller<'_, Host>,
-    src: Vec<u8>,
-    dst: u64,
-    offset: u64,
-    size: u64,
-    what: &str,
-) -> HostResult<()> {
+fn copy_out(caller: &mut Caller<'_, Host>, src: &[u8], dst: u64, offset: u64, size: u64, what: &str) -> HostResult<()> {
     let end = offset.checked_add(size);
     if end.is_none_or(|e| e > src.len() as u64) {
-        return trap(Trap::ContractViolation(format!("{what}: offset + size exceeds the length {}", src.len())));
+        return violation(format!("{what}: offset + size exceeds the length {}", src.len()));
     }
     let (mem, _) = heap(caller)?;
     let r = heap_range(mem.len(), dst, size)?;
@@ -347,18 +501,10 @@ fn read_heap(caller: &mut Caller<'_, Host>, src: u64, size: u64) -> HostResult<V
     Ok(mem[r].to_vec())
 }
 
-fn require(caller: &Caller<'_, Host>, api: &str, allowed: &[Kind]) -> HostResult<()> {
-    let kind = caller.data().msg.kind;
-    if allowed.contains(&kind) {
-        Ok(())
-    } else {
-        trap(Trap::ContractViolation(format!("\"ic0_{api}\" cannot be executed in {kind:?} mode")))
-    }
+fn read_text(caller: &mut Caller<'_, Host>, src: u64, size: u64, what: &str) -> HostResult<String> {
+    String::from_utf8(read_heap(caller, src, size)?)
+        .or_else(|_| violation(format!("{what}: the text is not valid UTF-8")))
 }
-
-const NOT_START: &[Kind] = &[Kind::Init, Kind::PreUpgrade, Kind::PostUpgrade, Kind::Update, Kind::Query];
-const REPLYING: &[Kind] = &[Kind::Update, Kind::Query];
-const WITH_ARG: &[Kind] = &[Kind::Init, Kind::PostUpgrade, Kind::Update, Kind::Query];
 
 fn write_u128(caller: &mut Caller<'_, Host>, dst: u64, v: u128) -> HostResult<()> {
     let (mem, _) = heap(caller)?;
@@ -367,202 +513,266 @@ fn write_u128(caller: &mut Caller<'_, Host>, dst: u64, v: u128) -> HostResult<()
     Ok(())
 }
 
-/// Logging fee on top of the fixed one: len (printing enabled) + 2 per byte up to the log
-/// capacity + 50 per byte that still fits in the log (spec 3.2, debug_print and trap).
-fn log_fee(host: &mut Host, len: u64) -> u64 {
-    let room = LOG_CAPACITY - host.log_used.min(LOG_CAPACITY);
-    let stored = len.min(room);
-    host.log_used += stored;
-    len + 2 * len.min(LOG_CAPACITY) + TRANSMISSION_FACTOR * stored
+fn u128_of(hi: i64, lo: i64) -> u128 {
+    ((hi as u64 as u128) << 64) | lo as u64 as u128
 }
 
-/// Adds every supported `ic0` function for a wasm32 canister to `linker`. A canister importing
-/// anything else fails to instantiate with wasmtime's error naming the import.
-pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    // --- message arguments, caller, method name ---
-    linker.func_wrap("ic0", "msg_arg_data_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
-        require(&c, "msg_arg_data_size", WITH_ARG)?;
-        Ok(c.data().msg.arg.len() as i32)
-    })?;
-    linker.func_wrap(
-        "ic0",
-        "msg_arg_data_copy",
-        |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
-            charge(&mut c, 500 + size as u32 as u64)?;
-            require(&c, "msg_arg_data_copy", WITH_ARG)?;
-            let arg = c.data().msg.arg.clone();
-            copy_out(&mut c, arg, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "msg_arg_data_copy")
-        },
-    )?;
-    linker.func_wrap("ic0", "msg_caller_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
-        require(&c, "msg_caller_size", NOT_START)?;
-        Ok(c.data().msg.caller.as_slice().len() as i32)
-    })?;
-    linker.func_wrap(
-        "ic0",
-        "msg_caller_copy",
-        |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
-            charge(&mut c, 500 + size as u32 as u64)?;
-            require(&c, "msg_caller_copy", NOT_START)?;
-            let who = c.data().msg.caller.as_slice().to_vec();
-            copy_out(&mut c, who, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "msg_caller_copy")
-        },
-    )?;
-    linker.func_wrap("ic0", "msg_method_name_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
-        trap(Trap::ContractViolation("msg_method_name_size is only allowed in canister_inspect_message".into()))
-    })?;
-    linker.func_wrap("ic0", "accept_message", |mut c: Caller<'_, Host>| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        trap(Trap::ContractViolation("accept_message is only allowed in canister_inspect_message".into()))
-    })?;
+/// Where each call may be used: the letters of the interface specification's "System imports"
+/// table (I init/post_upgrade, G pre_upgrade, U update, Q query, Ry/Rt reply/reject callback,
+/// C cleanup, T timer, s start). `None`: everywhere, `start` included ("* s").
+mod context {
+    use super::Kind::{self, *};
 
-    // --- replies ---
+    /// "*": everywhere but `start`.
+    pub const ALL: Option<&[Kind]> =
+        Some(&[Init, PreUpgrade, PostUpgrade, Update, Query, ReplyCallback, RejectCallback, Cleanup, GlobalTimer]);
+    /// "* s".
+    pub const ANY: Option<&[Kind]> = None;
+    /// `msg_arg_data_*`: I U Q Ry.
+    pub const ARG: Option<&[Kind]> = Some(&[Init, PostUpgrade, Update, Query, ReplyCallback]);
+    /// `msg_reply*`, `msg_reject`: U Q Ry Rt.
+    pub const REPLY: Option<&[Kind]> = Some(&[Update, Query, ReplyCallback, RejectCallback]);
+    /// `msg_deadline`: U Q Ry Rt.
+    pub const DEADLINE: Option<&[Kind]> = REPLY;
+    /// `msg_reject_code`: Ry Rt.
+    pub const CALLBACK: Option<&[Kind]> = Some(&[ReplyCallback, RejectCallback]);
+    /// `msg_reject_msg_*`: Rt.
+    pub const REJECT: Option<&[Kind]> = Some(&[RejectCallback]);
+    /// `msg_cycles_available*`, `msg_cycles_accept*`: U Ry Rt.
+    pub const CYCLES_IN: Option<&[Kind]> = Some(&[Update, ReplyCallback, RejectCallback]);
+    /// `cycles_burn128`, `global_timer_set`, `root_key_*`: I G U Ry Rt C T.
+    pub const REPLICATED: Option<&[Kind]> =
+        Some(&[Init, PreUpgrade, PostUpgrade, Update, ReplyCallback, RejectCallback, Cleanup, GlobalTimer]);
+    /// `certified_data_set`: I G U Ry Rt T.
+    pub const CERTIFY: Option<&[Kind]> =
+        Some(&[Init, PreUpgrade, PostUpgrade, Update, ReplyCallback, RejectCallback, GlobalTimer]);
+    /// `data_certificate_size/copy`: non-replicated Q.
+    pub const NON_REPLICATED_QUERY: Option<&[Kind]> = Some(&[Query]);
+    /// `call_*`: U Ry Rt T.
+    pub const CALL: Option<&[Kind]> = Some(&[Update, ReplyCallback, RejectCallback, GlobalTimer]);
+    /// `msg_method_name_*`, `accept_message`: F (inspect_message, which the runner never runs).
+    pub const INSPECT: Option<&[Kind]> = Some(&[]);
+}
+
+fn require(caller: &Caller<'_, Host>, api: &str, allowed: Option<&[Kind]>) -> HostResult<()> {
+    let kind = caller.data().msg.kind;
+    match allowed {
+        Some(kinds) if !kinds.contains(&kind) => {
+            violation(format!("\"ic0_{api}\" cannot be executed in {kind:?} mode"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Charges `fee` then checks the context: the order of every replica system call.
+fn enter(c: &mut Caller<'_, Host>, api: &str, fee: u64, allowed: Option<&[Kind]>) -> HostResult<()> {
+    charge(c, fee)?;
+    require(c, api, allowed)
+}
+
+/// Adds every `ic0` function of a wasm32 canister to `linker`.
+pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    add_blobs(linker)?;
+    add_replies(linker)?;
+    add_cycles(linker)?;
+    add_status(linker)?;
+    add_time(linker)?;
+    add_logging(linker)?;
+    add_stable(linker)?;
+    add_env_vars(linker)?;
+    add_costs(linker)?;
+    add_calls(linker)?;
+    Ok(())
+}
+
+/// A byte string the canister reads with a `<name>_size` / `<name>_copy` pair.
+type Blob = fn(&Host) -> Result<Vec<u8>, Trap>;
+
+/// The `_size`/`_copy` pairs: (name, context, the bytes).
+const BLOBS: &[(&str, Option<&[Kind]>, Blob)] = &[
+    ("msg_arg_data", context::ARG, |h| Ok(h.msg.arg.clone())),
+    ("msg_caller", context::ALL, |h| Ok(h.msg.caller.as_slice().to_vec())),
+    ("msg_reject_msg", context::REJECT, |h| Ok(h.msg.reject_message.clone().into_bytes())),
+    ("msg_method_name", context::INSPECT, |_| Ok(Vec::new())),
+    ("canister_self", context::ALL, |h| Ok(h.canister_id.as_slice().to_vec())),
+    ("subnet_self", context::ALL, |_| Ok(subnet_id().as_slice().to_vec())),
+    ("root_key", context::REPLICATED, |_| Ok(hex::decode(replica::MAINNET_ROOT_KEY_HEX).expect("valid hex"))),
+    ("data_certificate", context::NON_REPLICATED_QUERY, |_| {
+        Err(Trap::ContractViolation("data_certificate: no certificate is present offline".into()))
+    }),
+];
+
+/// The id of the subnet the runner's canister lives on (a fixed, valid principal).
+pub fn subnet_id() -> Principal {
+    Principal::self_authenticating(b"stablebench offline subnet")
+}
+
+fn add_blobs(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    for &(name, allowed, get) in BLOBS {
+        let size_name: &'static str = Box::leak(format!("{name}_size").into_boxed_str());
+        let copy_name: &'static str = Box::leak(format!("{name}_copy").into_boxed_str());
+        linker.func_wrap("ic0", size_name, move |mut c: Caller<'_, Host>| -> HostResult<i32> {
+            enter(&mut c, size_name, fee::SYSTEM_CALL, allowed)?;
+            Ok(get(c.data()).map_err(wasmtime::Error::new)?.len() as i32)
+        })?;
+        linker.func_wrap(
+            "ic0",
+            copy_name,
+            move |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
+                enter(&mut c, copy_name, fee::SYSTEM_CALL + size as u32 as u64, allowed)?;
+                let bytes = get(c.data()).map_err(wasmtime::Error::new)?;
+                copy_out(&mut c, &bytes, dst as u32 as u64, off as u32 as u64, size as u32 as u64, copy_name)
+            },
+        )?;
+    }
+    linker.func_wrap("ic0", "accept_message", |mut c: Caller<'_, Host>| -> HostResult<()> {
+        enter(&mut c, "accept_message", fee::SYSTEM_CALL, context::INSPECT)
+    })?;
+    linker.func_wrap("ic0", "msg_reject_code", |mut c: Caller<'_, Host>| -> HostResult<i32> {
+        enter(&mut c, "msg_reject_code", fee::SYSTEM_CALL, context::CALLBACK)?;
+        Ok(c.data().msg.reject_code)
+    })?;
+    Ok(())
+}
+
+fn add_replies(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap(
         "ic0",
         "msg_reply_data_append",
         |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
             let size = size as u32 as u64;
-            charge(&mut c, 500 + TRANSMISSION_FACTOR * size)?;
-            require(&c, "msg_reply_data_append", REPLYING)?;
+            enter(&mut c, "msg_reply_data_append", fee::SYSTEM_CALL + TRANSMISSION_FACTOR * size, context::REPLY)?;
             let data = read_heap(&mut c, src as u32 as u64, size)?;
             let msg = &mut c.data_mut().msg;
-            if msg.replied || msg.rejected.is_some() {
-                return trap(Trap::ContractViolation("msg_reply_data_append: the call was already answered".into()));
+            if msg.answered() {
+                return violation("msg_reply_data_append: the call was already answered");
             }
             if msg.reply.len() as u64 + size > msg.max_reply {
-                return trap(Trap::ContractViolation(format!(
+                return violation(format!(
                     "msg_reply_data_append: the reply exceeds the maximum of {} bytes",
                     msg.max_reply
-                )));
+                ));
             }
             msg.reply.extend_from_slice(&data);
             Ok(())
         },
     )?;
     linker.func_wrap("ic0", "msg_reply", |mut c: Caller<'_, Host>| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        require(&c, "msg_reply", REPLYING)?;
+        enter(&mut c, "msg_reply", fee::SYSTEM_CALL, context::REPLY)?;
         let msg = &mut c.data_mut().msg;
-        if msg.replied || msg.rejected.is_some() {
-            return trap(Trap::ContractViolation("msg_reply: the call was already answered".into()));
+        if msg.answered() {
+            return violation("msg_reply: the call was already answered");
         }
         msg.replied = true;
         Ok(())
     })?;
     linker.func_wrap("ic0", "msg_reject", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
         let size = size as u32 as u64;
-        charge(&mut c, 500 + TRANSMISSION_FACTOR * size)?;
-        require(&c, "msg_reject", REPLYING)?;
-        let text = String::from_utf8(read_heap(&mut c, src as u32 as u64, size)?).map_err(|_| {
-            wasmtime::Error::new(Trap::ContractViolation("msg_reject: the message is not UTF-8".into()))
-        })?;
+        enter(&mut c, "msg_reject", fee::SYSTEM_CALL + TRANSMISSION_FACTOR * size, context::REPLY)?;
+        let text = read_text(&mut c, src as u32 as u64, size, "msg_reject")?;
         let msg = &mut c.data_mut().msg;
-        if msg.replied || msg.rejected.is_some() {
-            return trap(Trap::ContractViolation("msg_reject: the call was already answered".into()));
+        if msg.answered() {
+            return violation("msg_reject: the call was already answered");
         }
         msg.reply.clear();
         msg.rejected = Some(text);
         Ok(())
     })?;
+    linker.func_wrap("ic0", "msg_deadline", |mut c: Caller<'_, Host>| -> HostResult<i64> {
+        enter(&mut c, "msg_deadline", fee::SYSTEM_CALL, context::DEADLINE)?;
+        Ok(0) // ingress messages and guaranteed-response calls have no deadline
+    })?;
+    Ok(())
+}
 
-    // --- cycles (the runner's canister holds a fixed balance; calls carry no cycles) ---
-    linker.func_wrap("ic0", "msg_cycles_available128", |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        write_u128(&mut c, dst as u32 as u64, 0)
-    })?;
-    linker.func_wrap("ic0", "msg_cycles_refunded128", |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        write_u128(&mut c, dst as u32 as u64, 0)
-    })?;
+/// Cycles: the canister holds a balance (canbench's 1,000 T); messages carry none (ingress
+/// messages cannot), so there is nothing to accept or refund.
+fn add_cycles(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    for (name, allowed) in [
+        ("msg_cycles_available128", context::CYCLES_IN),
+        ("msg_cycles_refunded128", context::CALLBACK),
+        ("canister_cycle_balance128", context::ALL),
+        ("canister_liquid_cycle_balance128", context::ALL),
+    ] {
+        linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
+            enter(&mut c, name, fee::SYSTEM_CALL, allowed)?;
+            let v = if name.starts_with("canister_") { c.data().cycles } else { 0 };
+            write_u128(&mut c, dst as u32 as u64, v)
+        })?;
+    }
+    for (name, allowed) in [
+        ("msg_cycles_available", context::CYCLES_IN),
+        ("msg_cycles_refunded", context::CALLBACK),
+        ("canister_cycle_balance", context::ALL),
+    ] {
+        linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>| -> HostResult<i64> {
+            enter(&mut c, name, fee::SYSTEM_CALL, allowed)?;
+            let v = if name.starts_with("canister_") { c.data().cycles } else { 0 };
+            match u64::try_from(v) {
+                Ok(v) => Ok(v as i64),
+                Err(_) => violation(format!("{name}: the balance does not fit in 64 bits, use {name}128")),
+            }
+        })?;
+    }
     linker.func_wrap(
         "ic0",
         "msg_cycles_accept128",
         |mut c: Caller<'_, Host>, _hi: i64, _lo: i64, dst: i32| -> HostResult<()> {
-            charge(&mut c, 500)?;
+            enter(&mut c, "msg_cycles_accept128", fee::SYSTEM_CALL, context::CYCLES_IN)?;
             write_u128(&mut c, dst as u32 as u64, 0)
         },
     )?;
-    linker.func_wrap("ic0", "canister_cycle_balance128", |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
-        charge(&mut c, 500)?;
-        let v = c.data().cycles;
-        write_u128(&mut c, dst as u32 as u64, v)
+    linker.func_wrap("ic0", "msg_cycles_accept", |mut c: Caller<'_, Host>, _max: i64| -> HostResult<i64> {
+        enter(&mut c, "msg_cycles_accept", fee::SYSTEM_CALL, context::CYCLES_IN)?;
+        Ok(0)
     })?;
-    linker.func_wrap(
-        "ic0",
-        "canister_liquid_cycle_balance128",
-        |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
-            charge(&mut c, 500)?;
-            let v = c.data().cycles;
-            write_u128(&mut c, dst as u32 as u64, v)
-        },
-    )?;
     linker.func_wrap(
         "ic0",
         "cycles_burn128",
         |mut c: Caller<'_, Host>, hi: i64, lo: i64, dst: i32| -> HostResult<()> {
-            charge(&mut c, 500)?;
-            let amount = ((hi as u64 as u128) << 64) | lo as u64 as u128;
-            let burnt = amount.min(c.data().cycles);
+            enter(&mut c, "cycles_burn128", fee::SYSTEM_CALL, context::REPLICATED)?;
+            let burnt = u128_of(hi, lo).min(c.data().cycles);
             c.data_mut().cycles -= burnt;
             write_u128(&mut c, dst as u32 as u64, burnt)
         },
     )?;
-
-    // --- canister identity and status ---
-    linker.func_wrap("ic0", "canister_self_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
-        Ok(c.data().canister_id.as_slice().len() as i32)
-    })?;
     linker.func_wrap(
         "ic0",
-        "canister_self_copy",
-        |mut c: Caller<'_, Host>, dst: i32, off: i32, size: i32| -> HostResult<()> {
-            charge(&mut c, 500 + size as u32 as u64)?;
-            let id = c.data().canister_id.as_slice().to_vec();
-            copy_out(&mut c, id, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "canister_self_copy")
+        "mint_cycles128",
+        |c: Caller<'_, Host>, _hi: i64, _lo: i64, _dst: i32| -> HostResult<()> {
+            // Only the cycles minting canister may mint (no fee is charged before the check).
+            require(&c, "mint_cycles128", context::CYCLES_IN)?;
+            violation("ic0.mint_cycles128 can only be executed on the cycles minting canister")
         },
     )?;
+    Ok(())
+}
+
+fn add_status(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap("ic0", "canister_status", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
+        enter(&mut c, "canister_status", fee::SYSTEM_CALL, context::ALL)?;
         Ok(1) // running
     })?;
     linker.func_wrap("ic0", "canister_version", |mut c: Caller<'_, Host>| -> HostResult<i64> {
-        charge(&mut c, 500)?;
+        enter(&mut c, "canister_version", fee::SYSTEM_CALL, context::ALL)?;
         Ok(c.data().version as i64)
     })?;
     linker.func_wrap("ic0", "is_controller", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<i32> {
-        charge(&mut c, 1000 + size as u32 as u64)?;
+        enter(&mut c, "is_controller", fee::IS_CONTROLLER + size as u32 as u64, context::ANY)?;
         let bytes = read_heap(&mut c, src as u32 as u64, size as u32 as u64)?;
-        let p = Principal::try_from_slice(&bytes).map_err(|e| {
-            wasmtime::Error::new(Trap::ContractViolation(format!("is_controller: invalid principal: {e}")))
-        })?;
+        let p = Principal::try_from_slice(&bytes)
+            .or_else(|e| violation(format!("is_controller: invalid principal: {e}")))?;
         Ok(c.data().controllers.contains(&p) as i32)
     })?;
     linker.func_wrap("ic0", "in_replicated_execution", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
+        enter(&mut c, "in_replicated_execution", fee::SYSTEM_CALL, context::ANY)?;
         Ok((c.data().msg.kind != Kind::Query) as i32)
-    })?;
-    linker.func_wrap("ic0", "time", |mut c: Caller<'_, Host>| -> HostResult<i64> {
-        charge(&mut c, 500)?;
-        require(&c, "time", NOT_START)?;
-        Ok(c.data().msg.time as i64)
-    })?;
-    linker.func_wrap("ic0", "msg_deadline", |mut c: Caller<'_, Host>| -> HostResult<i64> {
-        charge(&mut c, 500)?;
-        Ok(0) // ingress messages have no deadline
-    })?;
-    linker.func_wrap("ic0", "global_timer_set", |mut c: Caller<'_, Host>, ts: i64| -> HostResult<i64> {
-        charge(&mut c, 500)?;
-        Ok(std::mem::replace(&mut c.data_mut().timer, ts as u64) as i64)
     })?;
     linker.func_wrap("ic0", "performance_counter", |mut c: Caller<'_, Host>, kind: i32| -> HostResult<i64> {
         // Charged before the counter is read, as in the replica.
-        charge(&mut c, 200)?;
+        enter(&mut c, "performance_counter", fee::PERFORMANCE_COUNTER, context::ANY)?;
         if kind != 0 && kind != 1 {
-            return trap(Trap::ContractViolation(format!("performance_counter: unknown counter type {kind}")));
+            return violation(format!("performance_counter: unknown counter type {kind}"));
         }
         let g = c.data().counter.expect("counter bound");
         let counter = g.get(&mut c).unwrap_i64();
@@ -572,9 +782,9 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         "ic0",
         "certified_data_set",
         |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
-            charge(&mut c, 500 + size as u32 as u64)?;
-            if size > 32 {
-                return trap(Trap::ContractViolation("certified_data_set: more than 32 bytes".into()));
+            enter(&mut c, "certified_data_set", fee::SYSTEM_CALL + size as u32 as u64, context::CERTIFY)?;
+            if size as u32 > 32 {
+                return violation("certified_data_set: more than 32 bytes");
             }
             let data = read_heap(&mut c, src as u32 as u64, size as u32 as u64)?;
             c.data_mut().certified_data = data;
@@ -582,15 +792,31 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         },
     )?;
     linker.func_wrap("ic0", "data_certificate_present", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, 500)?;
+        enter(&mut c, "data_certificate_present", fee::SYSTEM_CALL, context::ALL)?;
         Ok(0) // the offline runner has no subnet to certify anything
     })?;
+    Ok(())
+}
 
-    // --- logging and traps ---
+fn add_time(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.func_wrap("ic0", "time", |mut c: Caller<'_, Host>| -> HostResult<i64> {
+        enter(&mut c, "time", fee::SYSTEM_CALL, context::ALL)?;
+        Ok(c.data().msg.time as i64)
+    })?;
+    linker.func_wrap("ic0", "global_timer_set", |mut c: Caller<'_, Host>, ts: i64| -> HostResult<i64> {
+        enter(&mut c, "global_timer_set", fee::SYSTEM_CALL, context::REPLICATED)?;
+        Ok(std::mem::replace(&mut c.data_mut().timer, ts as u64) as i64)
+    })?;
+    Ok(())
+}
+
+fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap("ic0", "debug_print", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
         let size = size as u32 as u64;
-        let fee = 100 + log_fee(c.data_mut(), size);
+        // Printing is enabled (PocketIC and canbench print canister output): + 1 per byte.
+        let fee = fee::DEBUG_PRINT + log::charge_bytes(size, c.data().log.remaining()) + size;
         charge(&mut c, fee)?;
+        c.data_mut().log.add(size);
         // Never traps, even out of bounds.
         let text = read_heap(&mut c, src as u32 as u64, size).unwrap_or_default();
         let line = String::from_utf8_lossy(&text).into_owned();
@@ -602,18 +828,24 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     })?;
     linker.func_wrap("ic0", "trap", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
         let size = size as u32 as u64;
-        let fee = 500 + log_fee(c.data_mut(), size);
+        let fee = fee::SYSTEM_CALL + size + log::charge_bytes(size, c.data().log.remaining());
         charge(&mut c, fee)?;
         let text = read_heap(&mut c, src as u32 as u64, size).unwrap_or_default();
         trap(Trap::Canister(String::from_utf8_lossy(&text).into_owned()))
     })?;
+    Ok(())
+}
 
-    // --- stable memory (native stable memory rules) ---
-    linker.func_wrap("ic0", "stable64_size", |c: Caller<'_, Host>| -> HostResult<i64> {
+/// Stable memory, with the native-stable-memory rules (ic:`rs/embedders/src/wasm_utils/
+/// system_api_replacements.rs`): 20 + len per read or write, 1,000 per 4 KiB page an execution
+/// writes for the first time, 100 per grow, per-execution page budgets.
+fn add_stable(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.func_wrap("ic0", "stable64_size", |mut c: Caller<'_, Host>| -> HostResult<i64> {
+        charge(&mut c, fee::STABLE_SIZE)?;
         Ok(c.data().stable.pages() as i64)
     })?;
     linker.func_wrap("ic0", "stable64_grow", |mut c: Caller<'_, Host>, pages: i64| -> HostResult<i64> {
-        charge(&mut c, 100)?;
+        charge(&mut c, fee::STABLE_GROW)?;
         Ok(c.data_mut().stable.grow(pages as u64).map_or(-1, |old| old as i64))
     })?;
     linker.func_wrap(
@@ -630,17 +862,16 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             stable_write(&mut c, off as u64, src as u64, len as u64)
         },
     )?;
-    linker.func_wrap("ic0", "stable_size", |c: Caller<'_, Host>| -> HostResult<i32> {
+    linker.func_wrap("ic0", "stable_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
+        charge(&mut c, fee::STABLE_SIZE)?;
         let pages = c.data().stable.pages();
         if pages > 65_536 {
-            return trap(Trap::ContractViolation(
-                "stable_size: stable memory is larger than 4 GiB, use stable64_size".into(),
-            ));
+            return violation("stable_size: stable memory is larger than 4 GiB, use stable64_size");
         }
         Ok(pages as i32)
     })?;
     linker.func_wrap("ic0", "stable_grow", |mut c: Caller<'_, Host>, pages: i32| -> HostResult<i32> {
-        charge(&mut c, 100)?;
+        charge(&mut c, fee::STABLE_GROW)?;
         let s = &mut c.data_mut().stable;
         if s.pages() + pages as u32 as u64 > 65_536 {
             return Ok(-1);
@@ -661,26 +892,11 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             stable_write(&mut c, off as u32 as u64, src as u32 as u64, len as u32 as u64)
         },
     )?;
-
-    // --- inter-canister calls: there is no other canister offline ---
-    for (name, params) in
-        [("call_new", 8), ("call_on_cleanup", 2), ("call_data_append", 2), ("call_with_best_effort_response", 1)]
-    {
-        let name: &'static str = name;
-        let ty = wasmtime::FuncType::new(linker.engine(), vec![wasmtime::ValType::I32; params], vec![]);
-        linker.func_new("ic0", name, ty, move |_c, _args, _res| trap(Trap::Unsupported(name.into())))?;
-    }
-    linker.func_wrap("ic0", "call_cycles_add128", |_c: Caller<'_, Host>, _hi: i64, _lo: i64| -> HostResult<()> {
-        trap(Trap::Unsupported("call_cycles_add128".into()))
-    })?;
-    linker.func_wrap("ic0", "call_perform", |_c: Caller<'_, Host>| -> HostResult<i32> {
-        trap(Trap::Unsupported("call_perform".into()))
-    })?;
     Ok(())
 }
 
 fn stable_read(c: &mut Caller<'_, Host>, dst: u64, off: u64, len: u64) -> HostResult<()> {
-    charge(c, 20u64.saturating_add(len))?;
+    charge(c, fee::STABLE_ACCESS.saturating_add(len))?;
     if len == 0 {
         return Ok(());
     }
@@ -699,7 +915,7 @@ fn stable_read(c: &mut Caller<'_, Host>, dst: u64, off: u64, len: u64) -> HostRe
 }
 
 fn stable_write(c: &mut Caller<'_, Host>, off: u64, src: u64, len: u64) -> HostResult<()> {
-    charge(c, 20u64.saturating_add(len))?;
+    charge(c, fee::STABLE_ACCESS.saturating_add(len))?;
     if len == 0 {
         return Ok(());
     }
@@ -726,5 +942,221 @@ fn stable_write(c: &mut Caller<'_, Host>, off: u64, src: u64, len: u64) -> HostR
     s.accessed_left -= accessed;
     s.dirtied += dirty;
     s.bytes[off as usize..(off + len) as usize].copy_from_slice(&mem[src as usize..(src + len) as usize]);
+    Ok(())
+}
+
+/// Environment variables (canister settings; canbench's `env_vars` file). Sorted by name, as
+/// the replica keeps them.
+fn add_env_vars(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    fn name_at(h: &Host, index: u32) -> HostResult<Vec<u8>> {
+        match h.env_vars.get(index as usize) {
+            Some((name, _)) => Ok(name.clone().into_bytes()),
+            None => violation(format!("env_var_name: index {index} is out of bounds ({} variables)", h.env_vars.len())),
+        }
+    }
+    fn value_of(c: &mut Caller<'_, Host>, src: i32, size: i32) -> HostResult<Vec<u8>> {
+        let name = read_text(c, src as u32 as u64, size as u32 as u64, "env_var_value")?;
+        match c.data().env_vars.iter().find(|(n, _)| *n == name) {
+            Some((_, v)) => Ok(v.clone().into_bytes()),
+            None => violation(format!("env_var_value: no environment variable {name:?}")),
+        }
+    }
+    linker.func_wrap("ic0", "env_var_count", |mut c: Caller<'_, Host>| -> HostResult<i32> {
+        enter(&mut c, "env_var_count", fee::SYSTEM_CALL, context::ALL)?;
+        Ok(c.data().env_vars.len() as i32)
+    })?;
+    linker.func_wrap("ic0", "env_var_name_size", |mut c: Caller<'_, Host>, index: i32| -> HostResult<i32> {
+        enter(&mut c, "env_var_name_size", fee::SYSTEM_CALL, context::ALL)?;
+        Ok(name_at(c.data(), index as u32)?.len() as i32)
+    })?;
+    linker.func_wrap(
+        "ic0",
+        "env_var_name_copy",
+        |mut c: Caller<'_, Host>, index: i32, dst: i32, off: i32, size: i32| -> HostResult<()> {
+            enter(&mut c, "env_var_name_copy", fee::SYSTEM_CALL + size as u32 as u64, context::ALL)?;
+            let name = name_at(c.data(), index as u32)?;
+            copy_out(&mut c, &name, dst as u32 as u64, off as u32 as u64, size as u32 as u64, "env_var_name_copy")
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "env_var_name_exists",
+        |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<i32> {
+            enter(&mut c, "env_var_name_exists", fee::SYSTEM_CALL, context::ALL)?;
+            let name = read_text(&mut c, src as u32 as u64, size as u32 as u64, "env_var_name_exists")?;
+            Ok(c.data().env_vars.iter().any(|(n, _)| *n == name) as i32)
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "env_var_value_size",
+        |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<i32> {
+            enter(&mut c, "env_var_value_size", fee::SYSTEM_CALL, context::ALL)?;
+            Ok(value_of(&mut c, src, size)?.len() as i32)
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "env_var_value_copy",
+        |mut c: Caller<'_, Host>, src: i32, size: i32, dst: i32, off: i32, len: i32| -> HostResult<()> {
+            enter(&mut c, "env_var_value_copy", fee::SYSTEM_CALL + len as u32 as u64, context::ALL)?;
+            let value = value_of(&mut c, src, size)?;
+            copy_out(&mut c, &value, dst as u32 as u64, off as u32 as u64, len as u32 as u64, "env_var_value_copy")
+        },
+    )?;
+    Ok(())
+}
+
+/// `cost_*`: what an operation would cost in cycles on a 13-node application subnet (the
+/// subnet PocketIC's benchmarking subnet is), from `stablebench_grid::ic::prices`.
+fn add_costs(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    use stablebench_grid::ic::prices;
+    let nodes = prices::SUBNET_NODES;
+    linker.func_wrap(
+        "ic0",
+        "cost_call",
+        move |mut c: Caller<'_, Host>, method: i64, payload: i64, dst: i32| -> HostResult<()> {
+            enter(&mut c, "cost_call", fee::SYSTEM_CALL, context::ANY)?;
+            let cycles = prices::call_cycles(method as u64, payload as u64, nodes);
+            write_u128(&mut c, dst as u32 as u64, cycles as u128)
+        },
+    )?;
+    linker.func_wrap("ic0", "cost_create_canister", move |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
+        enter(&mut c, "cost_create_canister", fee::SYSTEM_CALL, context::ANY)?;
+        write_u128(&mut c, dst as u32 as u64, prices::scale(prices::CANISTER_CREATION_CYCLES, nodes) as u128)
+    })?;
+    linker.func_wrap(
+        "ic0",
+        "cost_http_request",
+        move |mut c: Caller<'_, Host>, request: i64, max_response: i64, dst: i32| -> HostResult<()> {
+            enter(&mut c, "cost_http_request", fee::SYSTEM_CALL, context::ANY)?;
+            let cycles = prices::http_request_cycles(request as u64, max_response as u64, nodes);
+            write_u128(&mut c, dst as u32 as u64, cycles as u128)
+        },
+    )?;
+    linker.func_wrap(
+        "ic0",
+        "cost_http_request_v2",
+        |mut c: Caller<'_, Host>, _src: i32, _size: i32, _dst: i32| -> HostResult<()> {
+            enter(&mut c, "cost_http_request_v2", fee::COST_HTTP_REQUEST_V2, context::ANY)?;
+            trap(Trap::Unsupported("cost_http_request_v2".into()))
+        },
+    )?;
+    // Threshold keys live on other subnets; offline there are none, so every key name is
+    // unknown: result 2 ("invalid key name"), the replica's answer for a key it does not have.
+    for name in ["cost_sign_with_ecdsa", "cost_sign_with_schnorr", "cost_vetkd_derive_key"] {
+        linker.func_wrap(
+            "ic0",
+            name,
+            move |mut c: Caller<'_, Host>, src: i32, size: i32, _curve: i32, _dst: i32| -> HostResult<i32> {
+                enter(&mut c, name, fee::SYSTEM_CALL + size as u32 as u64, context::ANY)?;
+                read_heap(&mut c, src as u32 as u64, size as u32 as u64)?;
+                Ok(2)
+            },
+        )?;
+    }
+    Ok(())
+}
+
+/// Inter-canister calls: built by `call_new` .. `call_perform`, recorded in
+/// [`Host::performed`]; the canister module delivers them after the execution ends.
+fn add_calls(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
+    linker.func_wrap(
+        "ic0",
+        "call_new",
+        |mut c: Caller<'_, Host>,
+         callee_src: i32,
+         callee_size: i32,
+         name_src: i32,
+         name_size: i32,
+         reply_fun: i32,
+         reply_env: i32,
+         reject_fun: i32,
+         reject_env: i32|
+         -> HostResult<()> {
+            let bytes = callee_size as u32 as u64 + name_size as u32 as u64;
+            enter(&mut c, "call_new", fee::CALL_NEW + bytes, context::CALL)?;
+            let callee = read_heap(&mut c, callee_src as u32 as u64, callee_size as u32 as u64)?;
+            let callee =
+                Principal::try_from_slice(&callee).or_else(|e| violation(format!("call_new: invalid callee: {e}")))?;
+            let method = read_text(&mut c, name_src as u32 as u64, name_size as u32 as u64, "call_new")?;
+            // A call still being built is discarded.
+            c.data_mut().building = Some(Call {
+                callee,
+                method,
+                arg: Vec::new(),
+                reply: (reply_fun as u32, reply_env as u32),
+                reject: (reject_fun as u32, reject_env as u32),
+                cleanup: None,
+                cycles: 0,
+            });
+            Ok(())
+        },
+    )?;
+    linker.func_wrap("ic0", "call_data_append", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
+        let size = size as u32 as u64;
+        enter(&mut c, "call_data_append", fee::SYSTEM_CALL + TRANSMISSION_FACTOR * size, context::CALL)?;
+        let data = read_heap(&mut c, src as u32 as u64, size)?;
+        match c.data_mut().building.as_mut() {
+            Some(call) => {
+                call.arg.extend_from_slice(&data);
+                Ok(())
+            }
+            None => violation("call_data_append: no call is being built"),
+        }
+    })?;
+    linker.func_wrap("ic0", "call_on_cleanup", |mut c: Caller<'_, Host>, fun: i32, env: i32| -> HostResult<()> {
+        enter(&mut c, "call_on_cleanup", fee::SYSTEM_CALL, context::CALL)?;
+        match c.data_mut().building.as_mut() {
+            Some(call) if call.cleanup.is_none() => {
+                call.cleanup = Some((fun as u32, env as u32));
+                Ok(())
+            }
+            Some(_) => violation("call_on_cleanup: the cleanup callback is already set"),
+            None => violation("call_on_cleanup: no call is being built"),
+        }
+    })?;
+    linker.func_wrap(
+        "ic0",
+        "call_with_best_effort_response",
+        |mut c: Caller<'_, Host>, _secs: i32| -> HostResult<()> {
+            enter(&mut c, "call_with_best_effort_response", fee::SYSTEM_CALL, context::CALL)?;
+            match c.data().building {
+                Some(_) => Ok(()),
+                None => violation("call_with_best_effort_response: no call is being built"),
+            }
+        },
+    )?;
+    fn add_cycles_to_call(c: &mut Caller<'_, Host>, amount: u128) -> HostResult<()> {
+        let h = c.data_mut();
+        let Some(call) = h.building.as_mut() else {
+            return violation("call_cycles_add: no call is being built");
+        };
+        if amount > h.cycles {
+            return violation("call_cycles_add: the canister does not have enough cycles");
+        }
+        h.cycles -= amount;
+        call.cycles += amount;
+        Ok(())
+    }
+    linker.func_wrap("ic0", "call_cycles_add128", |mut c: Caller<'_, Host>, hi: i64, lo: i64| -> HostResult<()> {
+        enter(&mut c, "call_cycles_add128", fee::SYSTEM_CALL, context::CALL)?;
+        add_cycles_to_call(&mut c, u128_of(hi, lo))
+    })?;
+    linker.func_wrap("ic0", "call_cycles_add", |mut c: Caller<'_, Host>, amount: i64| -> HostResult<()> {
+        enter(&mut c, "call_cycles_add", fee::SYSTEM_CALL, context::CALL)?;
+        add_cycles_to_call(&mut c, amount as u64 as u128)
+    })?;
+    linker.func_wrap("ic0", "call_perform", |mut c: Caller<'_, Host>| -> HostResult<i32> {
+        enter(&mut c, "call_perform", fee::CALL_PERFORM, context::CALL)?;
+        let h = c.data_mut();
+        match h.building.take() {
+            Some(call) => {
+                h.performed.push(call);
+                Ok(0)
+            }
+            None => violation("call_perform: no call is being built"),
+        }
+    })?;
     Ok(())
 }

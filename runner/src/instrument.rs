@@ -33,6 +33,9 @@ pub const OUT_OF_INSTRUCTIONS_FLAG_EXPORT: &str = "stablebench out_of_instructio
 pub const START_EXPORT: &str = "canister_start";
 /// Export name of memory 0 (the heap), for the host.
 pub const MEMORY_EXPORT: &str = "stablebench memory";
+/// Export name of table 0 (the indirect function table), so the host can run the callbacks a
+/// canister names by table index in `ic0.call_new` (the replica exports it as `table`).
+pub const TABLE_EXPORT: &str = "stablebench table";
 /// Prefix of the exports of mutable globals (the replica's name).
 pub const PERSISTENT_GLOBAL_PREFIX: &str = "__persistent_mutable_global_";
 
@@ -342,9 +345,13 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
     let mut code_entries_left = 0u32;
     let mut code: Option<CodeSection> = None;
     let mut has_code = false;
+    let mut has_table = false;
 
     for payload in Parser::new(0).parse_all(wasm) {
         let payload = payload.context("parsing the wasm")?;
+        if let Payload::TableSection(_) = payload {
+            has_table = true;
+        }
         // Insert our global and export sections where the module has none.
         if let Some(r) = rank(&payload) {
             if r > GLOBAL_RANK && !global_done {
@@ -361,6 +368,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     start,
                     &persistent_globals,
                     mem_type.is_some(),
+                    has_table,
                 );
                 module.section(&e);
                 export_done = true;
@@ -396,6 +404,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                         TypeRef::Memory(m) => {
                             mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
                         }
+                        TypeRef::Table(_) => has_table = true,
                         _ => {}
                     }
                     re.parse_import(&mut section, imp)?;
@@ -441,6 +450,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     if e.name == COUNTER_EXPORT
                         || e.name == MEMORY_EXPORT
                         || e.name == OUT_OF_INSTRUCTIONS_FLAG_EXPORT
+                        || e.name == TABLE_EXPORT
                         || e.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
                     {
                         bail!("the module already exports {:?}, a name the runner reserves", e.name);
@@ -453,6 +463,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     start,
                     &persistent_globals,
                     mem_type.is_some(),
+                    has_table,
                 );
                 module.section(&exports);
                 export_done = true;
@@ -509,7 +520,17 @@ fn push_counter_globals(g: &mut GlobalSection) {
     g.global(GlobalType { val_type: ValType::I32, mutable: true, shared: false }, &ConstExpr::i32_const(0));
 }
 
-fn push_exports(e: &mut ExportSection, counter: u32, start: Option<u32>, persistent: &[u32], memory: bool) {
+fn push_exports(
+    e: &mut ExportSection,
+    counter: u32,
+    start: Option<u32>,
+    persistent: &[u32],
+    memory: bool,
+    table: bool,
+) {
+    if table {
+        e.export(TABLE_EXPORT, ExportKind::Table, 0);
+    }
     e.export(COUNTER_EXPORT, ExportKind::Global, counter);
     if memory {
         e.export(MEMORY_EXPORT, ExportKind::Memory, 0);

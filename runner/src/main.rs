@@ -5,6 +5,7 @@
 //! stablebench-runner install WASM [--arg '(...)']              # state in .stablebench/canister
 //! stablebench-runner call METHOD ['(args)'] [--caller P] [--query]
 //! stablebench-runner upgrade WASM [--arg '(...)']
+//! stablebench-runner tick [--advance SECONDS]                  # run the global timer if due
 //! stablebench-runner live [PATTERN...] [--warm-cold] [--dfx [--network ic]]  # the benchmark canister's Candid API
 //! ```
 
@@ -50,6 +51,21 @@ enum Command {
         /// production: 40 B update / 5 B query limits; benchmark: PocketIC's benchmarking subnet.
         #[arg(long, default_value = "production")]
         limits: String,
+        /// The canister's wasm_memory_limit in bytes (0: none): memory.grow past it traps.
+        #[arg(long, default_value_t = stablebench_runner::replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES)]
+        wasm_memory_limit: u64,
+        /// An environment variable of the canister, NAME=VALUE (repeatable).
+        #[arg(long = "env", value_parser = parse_env_var)]
+        env_vars: Vec<(String, String)>,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Runs the canister's global timer if it is due (after moving the clock by --advance
+    /// seconds), with the calls it makes (ic-cdk timers run this way).
+    Tick {
+        /// Seconds to move the canister's clock forward first.
+        #[arg(long, default_value_t = 0)]
+        advance: u64,
         #[command(flatten)]
         common: Common,
     },
@@ -108,7 +124,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => suite::run(&args),
         Command::Live(args) => stablebench_runner::live::main(&args).map(|()| ExitCode::SUCCESS),
-        Command::Install { wasm, arg, controllers, limits, common } => {
+        Command::Install { wasm, arg, controllers, limits, wasm_memory_limit, env_vars, common } => {
             let code = Code::from_file(&wasm, Metering::On)?;
             let controllers = if controllers.is_empty() {
                 vec![canister::default_controller()]
@@ -122,7 +138,14 @@ fn run(cli: Cli) -> Result<ExitCode> {
             };
             let iface = interface(&code, None)?;
             let arg = candid_text::encode_init_args(&arg, iface.as_ref())?;
-            let opts = Options { controllers, limits, print_output: common.show_canister_output, ..Options::default() };
+            let opts = Options {
+                controllers,
+                limits,
+                print_output: common.show_canister_output,
+                wasm_memory_limit,
+                env_vars,
+                ..Options::default()
+            };
             let (mut c, out) = Canister::install(code, &arg, opts)?;
             c.save(&common.state)?;
             println!(
@@ -156,6 +179,27 @@ fn run(cli: Cli) -> Result<ExitCode> {
                 }
             }
         }
+        Command::Tick { advance, common } => {
+            let mut c = Canister::load(&common.state, common.show_canister_output)?;
+            c.advance_time(advance.saturating_mul(1_000_000_000));
+            let out = c.tick();
+            c.save(&common.state)?;
+            match out {
+                None if c.timer() == 0 => println!("no timer is set"),
+                None => println!("the timer is due in {} s", c.timer().saturating_sub(c.now()) / 1_000_000_000),
+                Some(out) => {
+                    println!(
+                        "ran canister_global_timer ({} instructions, calls and callbacks included)",
+                        out.instructions
+                    );
+                    if let Err(e) = out.result {
+                        eprintln!("the timer failed: {e}");
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Upgrade { wasm, arg, common } => {
             let mut c = Canister::load(&common.state, common.show_canister_output)?;
             let code = Code::from_file(&wasm, Metering::On)?;
@@ -170,6 +214,12 @@ fn run(cli: Cli) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+fn parse_env_var(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("{text:?} is not NAME=VALUE"))
 }
 
 fn principal(text: &str) -> Result<Principal> {

@@ -73,7 +73,26 @@ struct Config {
     csv_results_path: Option<PathBuf>,
     init_args: Option<InitArgs>,
     stable_memory: Option<StableMemoryFile>,
-    env_vars: Option<serde_yaml::Value>,
+    env_vars: Option<EnvVarsFile>,
+}
+
+/// canbench's `env_vars: { file: ... }`: a file of `NAME,VALUE` lines (canbench-0.7.0
+/// `parse_env_vars`: split at the first comma, both sides trimmed).
+#[derive(serde::Deserialize, Debug)]
+struct EnvVarsFile {
+    file: PathBuf,
+}
+
+/// Reads canbench's environment variables file.
+pub fn read_env_vars(path: &std::path::Path) -> Result<Vec<(String, String)>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the environment variables file {}", path.display()))?;
+    text.lines()
+        .map(|line| match line.split_once(',') {
+            Some((k, v)) => Ok((k.trim().to_string(), v.trim().to_string())),
+            None => bail!("invalid line in environment variables file {}: '{line}'", path.display()),
+        })
+        .collect()
 }
 
 #[derive(serde::Deserialize, Debug)]
@@ -108,6 +127,30 @@ pub fn benchmark_names(code: &Code) -> Vec<String> {
     code.exports.iter().filter_map(|e| e.strip_prefix("canister_query __canbench__")).map(str::to_string).collect()
 }
 
+/// What canbench.yml sets up besides the wasm.
+#[derive(Clone, Debug, Default)]
+pub struct BenchSetup {
+    /// Candid argument of `canister_init` (`init_args.hex`).
+    pub init_args: Vec<u8>,
+    /// Stable memory loaded after install (`stable_memory.file`).
+    pub stable_memory: Option<Vec<u8>>,
+    /// Environment variables (`env_vars.file`).
+    pub env_vars: Vec<(String, String)>,
+}
+
+/// The canister canbench creates on PocketIC: benchmarking-subnet limits, the anonymous
+/// principal as its controller (canbench creates it with sender `None`), the 1,000 T cycles
+/// canbench adds, the default 3 GiB `wasm_memory_limit`, the config's environment variables.
+pub fn bench_options(setup: &BenchSetup, print_output: bool) -> Options {
+    Options {
+        limits: Limits::BENCHMARK,
+        controllers: vec![crate::replica::pocket_ic::bench_controller()],
+        print_output,
+        env_vars: setup.env_vars.clone(),
+        ..Options::default()
+    }
+}
+
 /// Installs `code` as canbench does (benchmarking subnet, init args, stable memory file) and runs
 /// the benchmarks whose names contain `pattern`, calling `each` after every one, in export order.
 ///
@@ -116,8 +159,7 @@ pub fn benchmark_names(code: &Code) -> Vec<String> {
 /// not depend on `jobs`.
 pub fn run_benchmarks(
     code: std::sync::Arc<Code>,
-    init_args: &[u8],
-    stable_memory: Option<&[u8]>,
+    setup: &BenchSetup,
     pattern: Option<&str>,
     print_output: bool,
     jobs: usize,
@@ -125,7 +167,8 @@ pub fn run_benchmarks(
 ) -> Result<Vec<Run>> {
     let names: Vec<String> =
         benchmark_names(&code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect();
-    let opts = Options { limits: Limits::BENCHMARK, print_output, ..Options::default() };
+    let opts = bench_options(setup, print_output);
+    let (init_args, stable_memory) = (&setup.init_args, setup.stable_memory.as_deref());
     let (mut canister, _) = Canister::install(code, init_args, opts)?;
     if let Some(bytes) = stable_memory {
         canister.set_stable_memory(bytes);
@@ -218,9 +261,6 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         return Ok(ExitCode::FAILURE);
     };
     let cfg: Config = serde_yaml::from_str(&cfg_text).with_context(|| format!("reading {cfg_name}"))?;
-    if cfg.env_vars.is_some() {
-        bail!("{cfg_name}: env_vars are not supported by the offline runner (no ic0.env_var_* yet)");
-    }
     if let (Some(cmd), false) = (&cfg.build_cmd, args.no_build) {
         let status = std::process::Command::new("bash").arg("-c").arg(cmd).status().context("running build_cmd")?;
         if !status.success() {
@@ -246,6 +286,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         .as_ref()
         .map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display())))
         .transpose()?;
+    let env_vars = cfg.env_vars.as_ref().map(|e| read_env_vars(&e.file)).transpose()?.unwrap_or_default();
+    let setup = BenchSetup { init_args, stable_memory: stable, env_vars };
     if args.no_metering && args.persist {
         bail!("--no-metering counts nothing: it cannot be combined with --persist");
     }
@@ -256,27 +298,14 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let load = started.elapsed();
     let show_results = !args.hide_results;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runs = run_benchmarks(
-        code,
-        &init_args,
-        stable.as_deref(),
-        args.pattern.as_deref(),
-        args.show_canister_output,
-        jobs,
-        |run| {
-            if show_results {
-                print!(
-                    "{}",
-                    canbench::format_benchmark_section(
-                        &run.name,
-                        &run.result,
-                        old.get(&run.name),
-                        args.noise_threshold
-                    )
-                );
-            }
-        },
-    );
+    let runs = run_benchmarks(code, &setup, args.pattern.as_deref(), args.show_canister_output, jobs, |run| {
+        if show_results {
+            print!(
+                "{}",
+                canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold)
+            );
+        }
+    });
     let runs = match runs {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<BenchError>().is_some() => {
