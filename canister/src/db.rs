@@ -141,6 +141,26 @@ pub fn save_profile(name: &str) {
     });
 }
 
+#[cfg(target_arch = "wasm32")]
+thread_local! {
+    static LIMIT_CELL: std::cell::RefCell<ic_stable_structures::StableCell<u64, VirtualMemory<DefaultMemoryImpl>>> =
+        std::cell::RefCell::new(ic_stable_structures::StableCell::init(memory(memory_ids::MEMORY_LIMIT), 0));
+}
+
+/// The `wasm_memory_limit` saved in stable memory (0 before the first install that set one).
+#[cfg(target_arch = "wasm32")]
+pub fn saved_memory_limit() -> u64 {
+    LIMIT_CELL.with_borrow(|c| *c.get())
+}
+
+/// Saves the `wasm_memory_limit` in stable memory, where it survives upgrades.
+#[cfg(target_arch = "wasm32")]
+pub fn save_memory_limit(bytes: u64) {
+    LIMIT_CELL.with_borrow_mut(|c| {
+        c.set(bytes);
+    });
+}
+
 /// Closes the connection: releases the EXCLUSIVE lock and drops the page cache before an
 /// upgrade discards the heap. Committed data is already in stable memory.
 #[cfg(target_arch = "wasm32")]
@@ -185,6 +205,48 @@ pub fn saved_profile() -> String {
 #[cfg(not(target_arch = "wasm32"))]
 pub fn save_profile(name: &str) {
     NATIVE_PROFILE.with_borrow_mut(|p| *p = name.to_string());
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+thread_local! {
+    static NATIVE_LIMIT: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Native stand-in for [`saved_memory_limit`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn saved_memory_limit() -> u64 {
+    NATIVE_LIMIT.get()
+}
+
+/// Native stand-in for [`save_memory_limit`] on wasm32.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn save_memory_limit(bytes: u64) {
+    NATIVE_LIMIT.set(bytes);
+}
+
+/// The largest page cache a canister with `wasm_memory_limit` bytes of heap should allow, in
+/// KiB: a quarter of the limit. The rest is for SQLite's other allocations (a sort collects its
+/// keys in a buffer of up to `cache_size` pages before it spills to a file, so the bound holds
+/// it too), the canister's own data and Candid buffers.
+pub fn cache_bound_kib(wasm_memory_limit: u64) -> u64 {
+    wasm_memory_limit / 4 / 1024
+}
+
+/// Lowers the open connection's `cache_size` to [`cache_bound_kib`] if the profile asked for
+/// more. Returns the cache in KiB the connection has afterwards.
+pub fn bound_cache(wasm_memory_limit: u64) -> Result<u64> {
+    with_conn(|conn| -> Result<u64> {
+        let pages: i64 = conn.query_row("PRAGMA cache_size", (), |r| r.get(0))?;
+        let page_size: i64 = conn.query_row("PRAGMA page_size", (), |r| r.get(0))?;
+        // SQLite's convention: positive = pages, negative = KiB.
+        let kib = if pages >= 0 { (pages * page_size / 1024) as u64 } else { pages.unsigned_abs() };
+        let bound = cache_bound_kib(wasm_memory_limit);
+        if kib <= bound {
+            return Ok(kib);
+        }
+        conn.execute_batch(&format!("PRAGMA cache_size = -{bound}"))?;
+        Ok(bound)
+    })
 }
 
 /// Native stand-in for [`close`] on wasm32.

@@ -115,7 +115,16 @@ pub struct InitArgs {
     /// heap database, a non-atomic journal) are refused. `page_size` cannot change once
     /// tables exist: an upgrade asking for another one fails and changes nothing.
     pub profile: Option<String>,
+    /// The canister's `wasm_memory_limit` setting in bytes (what `dfx canister update-settings
+    /// --wasm-memory-limit` set; the IC's default is 3 GiB). SQLite's page cache is bounded to a
+    /// quarter of it, so that a database larger than the heap keeps working instead of trapping at
+    /// the limit. Default: the value given at the last install or upgrade, else 3 GiB.
+    pub wasm_memory_limit: Option<u64>,
 }
+
+/// The smallest `wasm_memory_limit` the canister accepts as its argument: below it SQLite's page
+/// cache would be too small to be useful (64 MiB, a 16 MiB cache).
+pub const MIN_WASM_MEMORY_LIMIT: u64 = 64 << 20;
 
 /// One setting of the active pragma profile.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
@@ -186,7 +195,16 @@ fn active_profile() -> Profile {
 /// with the reason if the name is unknown or the profile does not apply: an install or upgrade
 /// that traps leaves the canister as it was.
 fn open_with(args: Option<InitArgs>, fallback: Profile) {
-    let profile = match args.and_then(|a| a.profile) {
+    let InitArgs { profile, wasm_memory_limit } = args.unwrap_or_default();
+    let limit = wasm_memory_limit
+        .or(Some(db::saved_memory_limit()).filter(|&l| l > 0))
+        .unwrap_or(stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES);
+    if limit < MIN_WASM_MEMORY_LIMIT {
+        ic_cdk::trap(format!(
+            "wasm_memory_limit {limit} is below the {MIN_WASM_MEMORY_LIMIT} bytes this canister needs"
+        ));
+    }
+    let profile = match profile {
         Some(name) => Profile::by_name(&name).unwrap_or_else(|| {
             let known: Vec<_> = pragma::PROFILES.iter().map(|p| p.name).collect();
             ic_cdk::trap(format!("unknown pragma profile {name:?}; known profiles: {}", known.join(", ")))
@@ -199,7 +217,11 @@ fn open_with(args: Option<InitArgs>, fallback: Profile) {
     if let Err(e) = db::open(&profile) {
         ic_cdk::trap(format!("opening the database with profile {}: {e}", profile.name));
     }
+    if let Err(e) = db::bound_cache(limit) {
+        ic_cdk::trap(format!("bounding the page cache to a quarter of {limit} bytes: {e}"));
+    }
     db::save_profile(profile.name);
+    db::save_memory_limit(limit);
 }
 
 #[ic_cdk::init]

@@ -185,6 +185,9 @@ pub mod memory_ids {
     pub const HEAP_BTREEMAP_SNAPSHOT: u8 = 98;
     /// The live benchmark state of the benchmark canister (which cell is set up, how far).
     pub const BENCH_STATE: u8 = 97;
+    /// The canister's `wasm_memory_limit` as its install or upgrade argument last gave it (a
+    /// `StableCell<u64>`): SQLite's page cache is bounded by it.
+    pub const MEMORY_LIMIT: u8 = 96;
     /// The first id ic-rusqlite uses.
     pub const IC_RUSQLITE_FIRST: u8 = 101;
 
@@ -197,5 +200,6 @@ pub mod memory_ids {
             && STABLE_BTREEMAP < IC_RUSQLITE_FIRST
             && HEAP_BTREEMAP_SNAPSHOT < IC_RUSQLITE_FIRST
             && BENCH_STATE < HEAP_BTREEMAP_SNAPSHOT
+            && MEMORY_LIMIT < BENCH_STATE
     );
 }

@@ -92,7 +92,9 @@ const CACHE_WHOLE: Pragma = Pragma {
     why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database, \
           tens of MiB for the reference data) stay in the heap page cache, so repeated \
           reads do not go back to stable memory (20 instructions + 1 per byte per \
-          read). Costs heap, which counts against the wasm memory limit.",
+          read). Costs heap, which counts against the wasm memory limit: the canister \
+          lowers it to a quarter of its wasm_memory_limit (install argument, default \
+          3 GiB: 768 MiB), so a database larger than the heap keeps working.",
 };
 
 /// One of the reference's settings replaced by `value` (the sweep's one-factor-at-a-time change).

@@ -16,7 +16,7 @@ use stablebench_canister::{Batch, Cost, Deleted, Error, IndexProgress, InitArgs,
 use stablebench_runner::canister::{default_controller, Canister, Options, Reject};
 
 fn init_arg(profile: Option<&str>) -> Vec<u8> {
-    candid::encode_one(Some(InitArgs { profile: profile.map(str::to_string) })).unwrap()
+    candid::encode_one(Some(InitArgs { profile: profile.map(str::to_string), wasm_memory_limit: None })).unwrap()
 }
 
 fn install(profile: Option<&str>) -> Canister {
@@ -367,4 +367,59 @@ fn generated_hostile_calls_never_lose_or_corrupt_data() {
         assert!(tally.get(kind).copied().unwrap_or(0) > 0, "the generator never produced {kind}: {tally:?}");
     }
     assert!(users > 0 && orders > 0, "the generator loaded data ({users} users, {orders} orders)");
+}
+
+#[test]
+fn the_recommended_profile_serves_a_database_larger_than_a_lowered_wasm_memory_limit() {
+    // 64 MiB of heap (the smallest limit the canister accepts) for the reference database:
+    // 100,000 users and 1,000,000 orders, about 115 MB with its indexes.
+    const LIMIT: u64 = stablebench_canister::MIN_WASM_MEMORY_LIMIT;
+    let opts = Options { wasm_memory_limit: LIMIT, ..Options::default() };
+    // Installed without telling the canister its limit: it assumes the IC's default, 3 GiB.
+    let mut c = Canister::install(code(), &init_arg(None), opts).expect("installs").0;
+    update::<Result<Cost, Error>>(&mut c, "create_schema", unit()).unwrap();
+    load_all(&mut c, "add_users", 100_000, 30_000_000_000, u32::MAX, u32::MAX);
+    load_all(&mut c, "add_orders", 1_000_000, 30_000_000_000, u32::MAX, u32::MAX);
+    let indexes = candid::encode_one(Some(30_000_000_000u64)).unwrap();
+    // The index sort collects its keys in the heap (temp_store FILE, up to cache_size pages):
+    // past 64 MiB the replica traps the update.
+    let out = c.update("create_indexes", &indexes, default_controller());
+    assert!(
+        matches!(
+            out.result,
+            Err(Reject::Trapped(stablebench_runner::host::Trap::WasmMemoryLimit { limit: LIMIT, .. }))
+        ),
+        "{:?}",
+        out.result
+    );
+    // Told its limit, the canister bounds the page cache to a quarter of it (16 MiB) ...
+    let arg = candid::encode_one(Some(InitArgs { profile: None, wasm_memory_limit: Some(LIMIT) })).unwrap();
+    assert!(c.upgrade(code(), &arg).result.is_ok());
+    // ... and keeps it across an upgrade without an argument.
+    assert!(c.upgrade(code(), &unit()).result.is_ok());
+    let s = stats(&mut c);
+    let cache = s.pragmas.iter().find(|p| p.name == "cache_size").map(|p| p.value.clone());
+    assert_eq!(cache.as_deref(), Some("-16384"), "{:?}", s.pragmas);
+    // Now the indexes build, and reads and writes keep working.
+    let p: IndexProgress = update::<Result<IndexProgress, Error>>(&mut c, "create_indexes", indexes).unwrap();
+    assert!(p.complete);
+    let join = sql(&mut c, &select_join_sql(1_000)).unwrap();
+    assert_eq!((join.rows.len() as u64, oracle::checksum(&join)), oracle::join(100_000, 1_000_000, 1_000));
+    // 500,000 more orders, through the indexes: the database outgrows the heap limit.
+    let mut offset = 1_000_000u64;
+    while offset < 1_500_000 {
+        let more = candid::encode_args((offset, 1_500_000 - offset, Some(30_000_000_000u64))).unwrap();
+        offset = update::<Result<Batch, Error>>(&mut c, "add_orders", more).unwrap().next_offset;
+    }
+    let s = stats(&mut c);
+    assert_eq!(s.orders, 1_500_000);
+    assert!(s.database_bytes > LIMIT, "the database ({} bytes) is larger than the heap limit", s.database_bytes);
+    let heap = c.heap_bytes();
+    assert!(heap <= LIMIT, "heap {heap} bytes");
+    eprintln!(
+        "memory limit: {} MB database served within a {} MiB wasm_memory_limit (heap {} MB after loading, indexing and writing)",
+        s.database_bytes / 1_000_000,
+        LIMIT >> 20,
+        heap / 1_000_000
+    );
 }
