@@ -1012,28 +1012,19 @@ fn add_env_vars(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 fn add_costs(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     use stablebench_grid::ic::prices;
     let nodes = prices::SUBNET_NODES;
-    linker.func_wrap(
-        "ic0",
-        "cost_call",
-        move |mut c: Caller<'_, Host>, method: i64, payload: i64, dst: i32| -> HostResult<()> {
-            enter(&mut c, "cost_call", fee::SYSTEM_CALL, context::ANY)?;
-            let cycles = prices::call_cycles(method as u64, payload as u64, nodes);
-            write_u128(&mut c, dst as u32 as u64, cycles as u128)
-        },
-    )?;
+    // The two that price a size pair: (name, cycles of (a, b) on `nodes` nodes).
+    let sized: [(&'static str, fn(u64, u64, u64) -> u64); 2] =
+        [("cost_call", prices::call_cycles), ("cost_http_request", prices::http_request_cycles)];
+    for (name, cycles) in sized {
+        linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>, a: i64, b: i64, dst: i32| -> HostResult<()> {
+            enter(&mut c, name, fee::SYSTEM_CALL, context::ANY)?;
+            write_u128(&mut c, dst as u32 as u64, cycles(a as u64, b as u64, nodes) as u128)
+        })?;
+    }
     linker.func_wrap("ic0", "cost_create_canister", move |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
         enter(&mut c, "cost_create_canister", fee::SYSTEM_CALL, context::ANY)?;
         write_u128(&mut c, dst as u32 as u64, prices::scale(prices::CANISTER_CREATION_CYCLES, nodes) as u128)
     })?;
-    linker.func_wrap(
-        "ic0",
-        "cost_http_request",
-        move |mut c: Caller<'_, Host>, request: i64, max_response: i64, dst: i32| -> HostResult<()> {
-            enter(&mut c, "cost_http_request", fee::SYSTEM_CALL, context::ANY)?;
-            let cycles = prices::http_request_cycles(request as u64, max_response as u64, nodes);
-            write_u128(&mut c, dst as u32 as u64, cycles as u128)
-        },
-    )?;
     linker.func_wrap(
         "ic0",
         "cost_http_request_v2",
