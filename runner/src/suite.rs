@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Context, Result};
 use candid::Principal;
 
-use crate::canbench::{self, BenchResult};
+use crate::canbench::{self, copy_result, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
 use crate::host::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 use crate::instrument::Metering;
@@ -110,7 +110,7 @@ struct StableMemoryFile {
 pub const REPLY_BYTES_PREFIX: &str = "stablebench: reply_bytes=";
 
 /// One benchmark's run.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Run {
     /// Benchmark name (export suffix).
     pub name: String,
@@ -314,7 +314,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
-    let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), r.result.clone())).collect();
+    let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), copy_result(&r.result))).collect();
     print!(
         "{}",
         canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold)

@@ -2,6 +2,11 @@
 //!
 //! Flattens new and old results into one [`Entry`] per benchmark total and per scope, and
 //! classifies every metric as new, improved, regressed or unchanged.
+//!
+//! The inputs are canbench-rs's own [`BenchResult`] and [`Measurement`] (re-exported by
+//! `super`, see there why). `Entry`, `Benchmark`, `Change` and `Values` are ported because they
+//! exist nowhere else: canbench declares them `pub(crate)` in its CLI crate (`canbench`, not
+//! `canbench-rs`), so no crate exports them.
 
 use super::fmt::{fmt_human_percent, fmt_human_u64, fmt_percent};
 use super::{BenchResult, Measurement};

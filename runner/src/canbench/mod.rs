@@ -1,6 +1,6 @@
 //! Ported from canbench 0.7.0 (dfinity/canbench, Apache-2.0), src/lib.rs: the output side of
 //! `run_benchmarks` (per-benchmark blocks, summary, "Only significant changes:" table, CSV and
-//! results file). The result types are those of canbench-rs 0.7.0 (src/lib.rs, Apache-2.0).
+//! results file). The result types are canbench-rs 0.7's own ([`BenchResult`], [`Measurement`]).
 //!
 //! Everything canbench prints with `println!` is returned here as a `String` whose lines all
 //! end in `\n`, so `print!("{}", ...)` reproduces canbench's stdout byte for byte. Colors go
@@ -33,8 +33,6 @@ pub use csv_file::write_csv;
 pub use print_benchmark::fmt_block_value;
 pub use results_file::{read_results, write_results, Results, VersionError};
 
-use candid::CandidType;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -52,39 +50,26 @@ pub const MAX_DISPLAYED_ROWS: usize = 50;
 /// The separator line canbench prints between sections (51 `-`, without the newline).
 pub const SEPARATOR: &str = "---------------------------------------------------";
 
-/// The results of a benchmark, as returned (candid-encoded) by a `__canbench__<name>` query
-/// and stored in the results file. Same candid and serde shape as canbench-rs 0.7.0's
-/// `BenchResult`: candid `record { total : Measurement; scopes : vec record { text;
-/// Measurement } }`; in YAML `total` then `scopes` (`scopes` defaults to empty).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, CandidType, Default)]
-pub struct BenchResult {
-    /// A measurement for the entire duration of the benchmark.
-    pub total: Measurement,
+/// A benchmark's results and one measurement: canbench-rs 0.7's own types, re-exported.
+///
+/// A `__canbench__<name>` query replies a Candid `BenchResult` (`record { total : Measurement;
+/// scopes : vec record { text; Measurement } }`), and canbench 0.7.0 decodes it into, prints
+/// and persists exactly these types (its `PersistedResults` holds
+/// `BTreeMap<String, canbench_rs::BenchResult>`). Using them rather than a copy makes the
+/// results file's serde shape canbench's by construction: `total` then `scopes` (`scopes`
+/// defaults to empty), `calls`, `instructions`, `heap_increase`, `stable_memory_increase` in
+/// that order, each defaulting to 0 (the tests below pin that shape, so a canbench-rs 0.7.x that
+/// changed it would fail them). The crate depends on ic-cdk and two proc-macro crates, which
+/// build natively (the canister's native tests build them already); on x86_64 its wasm-only
+/// parts (`bench_fn`, the tracing buffer) are never called by the runner.
+///
+/// canbench-rs's `BenchResult` derives neither `Clone` nor `Eq` (`Measurement` has `Clone`):
+/// [`copy_result`] stands in for `clone`, and [`Results`] compares with `PartialEq` only.
+pub use canbench_rs::{BenchResult, Measurement};
 
-    /// Measurements for scopes, by scope name.
-    #[serde(default)]
-    pub scopes: BTreeMap<String, Measurement>,
-}
-
-/// A benchmark measurement, same candid and serde shape as canbench-rs 0.7.0's
-/// `Measurement`: four `nat64` fields, serialized in this order, each defaulting to 0.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, CandidType, Default)]
-pub struct Measurement {
-    /// The number of calls made during the measurement (1 for a benchmark total).
-    #[serde(default)]
-    pub calls: u64,
-
-    /// The number of instructions.
-    #[serde(default)]
-    pub instructions: u64,
-
-    /// The increase in heap (measured in 64 KiB wasm pages).
-    #[serde(default)]
-    pub heap_increase: u64,
-
-    /// The increase in stable memory (measured in 64 KiB wasm pages).
-    #[serde(default)]
-    pub stable_memory_increase: u64,
+/// A copy of `r` (canbench-rs's [`BenchResult`] does not derive `Clone`).
+pub fn copy_result(r: &BenchResult) -> BenchResult {
+    BenchResult { total: r.total.clone(), scopes: r.scopes.clone() }
 }
 
 /// The block canbench prints for one benchmark (`print_benchmark`): `Benchmark: <name>`
@@ -168,7 +153,7 @@ pub fn format_report(
         if show_results {
             out.push_str(&format_benchmark_section(name, result, old.get(name), noise_threshold));
         }
-        new.insert(name.clone(), result.clone());
+        new.insert(name.clone(), copy_result(result));
     }
     out.push_str(&format_report_tail(&new, old, show_summary, noise_threshold));
     out
@@ -223,7 +208,7 @@ pub(crate) mod test_support {
     }
 
     pub(crate) fn results<S: AsRef<str>>(items: &[(S, BenchResult)]) -> BTreeMap<String, BenchResult> {
-        items.iter().map(|(name, r)| (name.as_ref().to_string(), r.clone())).collect()
+        items.iter().map(|(name, r)| (name.as_ref().to_string(), super::copy_result(r))).collect()
     }
 
     /// `colored`'s override is process-global and tests run in parallel: every test that
@@ -274,7 +259,7 @@ mod tests {
         show_results: bool,
         noise_threshold: f64,
     ) -> String {
-        let runs: Vec<(String, BenchResult)> = runs.iter().map(|(n, r)| (n.to_string(), r.clone())).collect();
+        let runs: Vec<(String, BenchResult)> = runs.iter().map(|(n, r)| (n.to_string(), copy_result(r))).collect();
         with_colors(false, || format_report(&runs, old, show_results, true, noise_threshold))
     }
 
@@ -569,7 +554,7 @@ ins = instructions, HI = heap_increase, SMI = stable_memory_increase, Δ% = perc
     fn hide_results_report_starts_with_the_final_separator() {
         // tests/expected/benchmark_reports_no_changes_with_hide_results.txt
         let result = bench(m(1, 207, 0, 0), &[]);
-        let old = results(&[("no_changes_test", result.clone())]);
+        let old = results(&[("no_changes_test", copy_result(&result))]);
         let out = report(&[("no_changes_test", result)], &old, false, 2.0);
         let section = "    \
     status:   No significant changes 👍
@@ -639,8 +624,9 @@ Summary:
 
     #[test]
     fn bench_result_decodes_from_canbench_candid_reply() {
-        // The reply of a `__canbench__*` query, built from candid text independently of our
-        // derive: canbench-rs 0.7.0 BenchResult.
+        // The reply of a `__canbench__*` query, built from candid text independently of any
+        // derive, decodes into canbench-rs's `BenchResult` (a 0.7.x that changed the Candid
+        // shape would fail here).
         let text = r#"(record {
             total = record { calls = 1 : nat64; instructions = 3834 : nat64;
                              heap_increase = 2 : nat64; stable_memory_increase = 1 : nat64 };
@@ -653,7 +639,7 @@ Summary:
         let decoded: BenchResult = candid::decode_one(&bytes).unwrap();
         let expected = bench(m(1, 3834, 2, 1), &[("scope_1", m(10, 970, 0, 0))]);
         assert_eq!(decoded, expected);
-        // And our encoding is the same bytes (same type table and values).
+        // And encoding it gives the same bytes (same type table and values).
         assert_eq!(candid::encode_one(&expected).unwrap(), bytes);
     }
 

@@ -178,7 +178,7 @@ Benchmark: increase_heap_increase (new)
         // tests/expected/benchmark_reports_no_changes.txt
         let new = bench(m(1, 207, 0, 0), &[]);
         assert_eq!(
-            plain("no_changes_test", &new, Some(&new.clone()), 2.0),
+            plain("no_changes_test", &new, Some(&new), 2.0),
             "\
 Benchmark: no_changes_test
   total:

@@ -4,9 +4,9 @@
 //! returns those as errors instead, with the same message text where canbench has one.
 
 use super::{BenchResult, CANBENCH_VERSION};
-use anyhow::{anyhow, Context};
+use anyhow::Context;
+use semver::Version;
 use serde::{Deserialize, Serialize};
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -16,7 +16,8 @@ use std::path::Path;
 ///
 /// Serialized as canbench 0.7.0's `PersistedResults`: `benches` first, then `version`;
 /// both keys are required when reading.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// (`PartialEq` only, no `Clone`: canbench-rs's `BenchResult` derives neither `Eq` nor `Clone`.)
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     /// Benchmark results by benchmark name (sorted, as in the file).
     pub benches: BTreeMap<String, BenchResult>,
@@ -66,9 +67,10 @@ impl std::error::Error for VersionError {}
 /// YAML, has a `version` that is not semver ("couldn't parse version in results file"), or
 /// was written by a newer canbench than 0.7.0 (a [`VersionError`], whose text is
 /// "canbench is at version 0.7.0 while the results were generated with version X. Please
-/// upgrade canbench."). Versions compare like the `semver` crate's `Version` (which canbench
-/// uses), so a pre-release such as `0.7.0-rc.1` is older than 0.7.0 and `0.7.0+build` is newer
-/// (the spec only says "newer"; the `semver` ordering canbench uses decides).
+/// upgrade canbench."). Versions are parsed and compared with the `semver` crate's `Version`,
+/// as canbench 0.7.0 does (`our_version < their_version`), so a pre-release such as
+/// `0.7.0-rc.1` is older than 0.7.0 and `0.7.0+build` is newer (semver 1.x orders build
+/// metadata too; the spec only says "newer", the crate canbench uses decides).
 pub fn read_results(path: &Path) -> anyhow::Result<Option<Results>> {
     let mut file = match File::open(path) {
         Err(_) => {
@@ -87,10 +89,10 @@ pub fn read_results(path: &Path) -> anyhow::Result<Option<Results>> {
 
     // Validate that our version of canbench is not older than what was used
     // to generate the file.
-    let our_version = SemVer::parse(CANBENCH_VERSION).expect("CANBENCH_VERSION is semver");
-    let their_version = SemVer::parse(&results.version)
-        .ok_or_else(|| anyhow!("couldn't parse version in results file {}: {:?}", path.display(), results.version))?;
-    if our_version.cmp(&their_version) == Ordering::Less {
+    let our_version = Version::parse(CANBENCH_VERSION).expect("CANBENCH_VERSION is semver");
+    let their_version = Version::parse(&results.version)
+        .with_context(|| format!("couldn't parse version in results file {}: {:?}", path.display(), results.version))?;
+    if our_version < their_version {
         return Err(
             VersionError { our_version: CANBENCH_VERSION.to_string(), their_version: results.version.clone() }.into()
         );
@@ -113,146 +115,6 @@ pub fn write_results(path: &Path, benches: &BTreeMap<String, BenchResult>) -> an
         .and_then(|()| file.flush())
         .with_context(|| format!("error writing results file {}", path.display()))?;
     Ok(())
-}
-
-/// The subset of the `semver` crate (1.0.27, used by canbench 0.7.0) that the version check
-/// needs: strict parsing and `Ord` on (major, minor, patch, pre, build).
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct SemVer {
-    major: u64,
-    minor: u64,
-    patch: u64,
-    pre: String,
-    build: String,
-}
-
-impl SemVer {
-    fn parse(text: &str) -> Option<SemVer> {
-        let (core, build) = match text.split_once('+') {
-            Some((core, build)) => (core, Some(build)),
-            None => (text, None),
-        };
-        let (core, pre) = match core.split_once('-') {
-            Some((core, pre)) => (core, Some(pre)),
-            None => (core, None),
-        };
-        let mut numbers = core.split('.');
-        let major = numeric(numbers.next()?)?;
-        let minor = numeric(numbers.next()?)?;
-        let patch = numeric(numbers.next()?)?;
-        if numbers.next().is_some() {
-            return None;
-        }
-        let pre = match pre {
-            Some(pre) if identifiers_ok(pre, true) => pre.to_string(),
-            Some(_) => return None,
-            None => String::new(),
-        };
-        let build = match build {
-            Some(build) if identifiers_ok(build, false) => build.to_string(),
-            Some(_) => return None,
-            None => String::new(),
-        };
-        Some(SemVer { major, minor, patch, pre, build })
-    }
-}
-
-/// A major/minor/patch number: digits, no leading zero, fits in u64.
-fn numeric(s: &str) -> Option<u64> {
-    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) || (s.len() > 1 && s.starts_with('0')) {
-        return None;
-    }
-    s.parse().ok()
-}
-
-/// Dot-separated non-empty identifiers of `[0-9A-Za-z-]`; in a pre-release, purely numeric
-/// identifiers may not have leading zeros.
-fn identifiers_ok(s: &str, pre: bool) -> bool {
-    s.split('.').all(|id| {
-        !id.is_empty()
-            && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            && !(pre && id.len() > 1 && id.starts_with('0') && id.bytes().all(|b| b.is_ascii_digit()))
-    })
-}
-
-impl Ord for SemVer {
-    fn cmp(&self, other: &Self) -> Ordering {
-        (self.major, self.minor, self.patch)
-            .cmp(&(other.major, other.minor, other.patch))
-            .then_with(|| cmp_pre(&self.pre, &other.pre))
-            .then_with(|| cmp_build(&self.build, &other.build))
-    }
-}
-
-impl PartialOrd for SemVer {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// `semver::Prerelease` ordering: a release is greater than any pre-release; numeric
-/// identifiers compare numerically and are lower than alphanumeric ones.
-fn cmp_pre(lhs: &str, rhs: &str) -> Ordering {
-    match (lhs.is_empty(), rhs.is_empty()) {
-        (true, true) => return Ordering::Equal,
-        (true, false) => return Ordering::Greater,
-        (false, true) => return Ordering::Less,
-        (false, false) => {}
-    }
-    let mut r = rhs.split('.');
-    for l in lhs.split('.') {
-        let Some(r) = r.next() else {
-            return Ordering::Greater;
-        };
-        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-        let ordering = match (digits(l), digits(r)) {
-            (true, true) => l.len().cmp(&r.len()).then_with(|| l.cmp(r)),
-            (true, false) => return Ordering::Less,
-            (false, true) => return Ordering::Greater,
-            (false, false) => l.cmp(r),
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
-        }
-    }
-    if r.next().is_none() {
-        Ordering::Equal
-    } else {
-        Ordering::Less
-    }
-}
-
-/// `semver::BuildMetadata` ordering: empty is lowest; numeric identifiers compare by value,
-/// then by length (`0 < 00 < 1 < 01`); numeric identifiers are lower than alphanumeric ones.
-fn cmp_build(lhs: &str, rhs: &str) -> Ordering {
-    if lhs == rhs {
-        return Ordering::Equal;
-    }
-    let mut r = rhs.split('.');
-    for l in lhs.split('.') {
-        let Some(r) = r.next() else {
-            return Ordering::Greater;
-        };
-        let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-        let ordering = match (digits(l), digits(r)) {
-            (true, true) => {
-                let lv = l.trim_start_matches('0');
-                let rv = r.trim_start_matches('0');
-                lv.len().cmp(&rv.len()).then_with(|| lv.cmp(rv)).then_with(|| l.len().cmp(&r.len()))
-            }
-            (true, false) => return Ordering::Less,
-            (false, true) => return Ordering::Greater,
-            (false, false) => l.cmp(r),
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
-        }
-    }
-    if r.next().is_none() {
-        Ordering::Equal
-    } else {
-        Ordering::Less
-    }
 }
 
 #[cfg(test)]
@@ -404,16 +266,38 @@ version: 0.4.1
     }
 
     #[test]
-    fn prerelease_and_build_ordering_match_semver_crate() {
-        let v = |s: &str| SemVer::parse(s).unwrap();
-        assert!(v("1.0.0-alpha") < v("1.0.0-alpha.1"));
-        assert!(v("1.0.0-alpha.1") < v("1.0.0-alpha.beta"));
-        assert!(v("1.0.0-beta.2") < v("1.0.0-beta.11"));
-        assert!(v("1.0.0-rc.1") < v("1.0.0"));
-        assert!(v("1.0.0") < v("1.0.0+0"));
-        assert!(v("1.0.0+0") < v("1.0.0+00"));
-        assert!(v("1.0.0+9") < v("1.0.0+10"));
-        assert!(v("1.0.0+1") < v("1.0.0+a"));
+    fn version_check_orders_prereleases_and_build_metadata_like_canbench() {
+        // Against 0.7.0: any pre-release of it is older, any build metadata makes it newer.
+        let dir = TempDir::new("results-semver-pre");
+        let path = dir.path().join("r.yml");
+        let newer = |v: &str| {
+            std::fs::write(&path, format!("benches: {{}}\nversion: {v}\n")).unwrap();
+            match read_results(&path) {
+                Ok(Some(_)) => false,
+                Err(e) if e.downcast_ref::<VersionError>().is_some() => true,
+                other => panic!("{v}: {other:?}"),
+            }
+        };
+        for older in ["0.7.0-alpha", "0.7.0-alpha.1", "0.7.0-beta.11", "0.7.0-rc.1", "0.6.1+build.9"] {
+            assert!(!newer(older), "{older}");
+        }
+        for later in ["0.7.0+0", "0.7.0+build", "0.7.1-alpha", "0.8.0-rc.1"] {
+            assert!(newer(later), "{later}");
+        }
+    }
+
+    #[test]
+    fn unparsable_version_keeps_canbench_message_and_names_the_file() {
+        let dir = TempDir::new("results-semver-bad");
+        let path = dir.path().join("r.yml");
+        for bad in ["0.7", "0.7.0-", "0.7.0+", "0.7.0-rc..1", "0.7.0-rc.01", "x.y.z"] {
+            std::fs::write(&path, format!("benches: {{}}\nversion: \"{bad}\"\n")).unwrap();
+            let err = read_results(&path).unwrap_err();
+            assert_eq!(err.to_string(), format!("couldn't parse version in results file {}: {bad:?}", path.display()));
+            assert!(err.downcast_ref::<VersionError>().is_none());
+            // The cause is the semver crate's own message.
+            assert!(err.chain().nth(1).is_some_and(|e| e.is::<semver::Error>()), "{bad}: {err:#}");
+        }
     }
 
     #[test]
