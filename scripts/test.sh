@@ -39,13 +39,16 @@ cargo test --workspace --locked --release
 cargo test --locked --release -p stablebench-canister --features canbench did_file
 
 log "loading a data set in budgeted calls with scripts/load.sh, twice (the second run must add nothing)"
-load_state=$(mktemp -d)
-trap 'rm -rf "$load_state"' EXIT
+load_state=$(mktemp -d) load_log=$(mktemp)
+trap 'rm -rf "$load_state" "$load_log"' EXIT
 for run in 1 2; do
-  stats=$("$ROOT/scripts/load.sh" --users 2000 --orders 20000 --budget 20000000 --state "$load_state" 2>/dev/null)
+  stats=$("$ROOT/scripts/load.sh" --users 2000 --orders 20000 --budget 20000000 --state "$load_state" 2>"$load_log")
   grep -q "users = 2_000 : nat64" <<<"$stats" && grep -q "orders = 20_000 : nat64" <<<"$stats" \
     || die "scripts/load.sh run $run ended with: $stats"
 done
+# The second run's cost table: one call per method, nothing added.
+grep -q '^| add_users | 1 | 0 |' "$load_log" && grep -q '^| add_orders | 1 | 0 |' "$load_log" \
+  || die "the second scripts/load.sh run added rows: $(cat "$load_log")"
 
 log "running every benchmark of the grid (offline runner, checked against canbench_results.yml)"
 cargo build --locked --release -p stablebench-runner

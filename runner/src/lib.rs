@@ -13,5 +13,7 @@ pub mod canister;
 pub mod host;
 pub mod instrument;
 pub mod live;
+pub mod load;
 pub mod replica;
 pub mod suite;
+pub mod target;

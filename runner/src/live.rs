@@ -2,8 +2,7 @@
 //! `bench_setup`, `bench_run`, `bench_run_query`; see `canister/src/live.rs`) the way a dfx user
 //! does, offline on this runner (default) or on a deployed canister through `dfx` (`--dfx`,
 //! `--network ic`), and prints one table either way. Every argument and reply is the canister's
-//! Candid (`stablebench_grid::live`), so both paths decode the same bytes: through dfx as
-//! `--type raw --output raw` hex.
+//! Candid (`stablebench_grid::live`), so both paths decode the same bytes (see [`crate::target`]).
 //!
 //! Two tables: the default one runs each benchmark's setup call by call and then its measured step
 //! as an update, next to what canbench recorded in `canbench_results.yml`; `--warm-cold` runs each
@@ -12,18 +11,13 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
-use candid::CandidType;
-use serde::de::DeserializeOwned;
 use stablebench_grid::grouped;
 use stablebench_grid::live::{BenchCell, BenchReport, Oracle, SetupProgress};
 
 use crate::canbench::{read_results, BenchResult};
-use crate::candid_text::{decode_reply, Interface};
-use crate::canister::{default_controller, Canister, Code, Options};
-use crate::instrument::Metering;
+use crate::target::{call, Dfx, Offline, Target};
 
 /// Arguments of `stablebench-runner live`.
 #[derive(clap::Args, Debug)]
@@ -52,117 +46,6 @@ pub struct LiveArgs {
     /// canbench's results to compare with.
     #[arg(long, default_value = "canbench_results.yml")]
     pub results: PathBuf,
-}
-
-/// Where the benchmark canister runs.
-pub trait Target {
-    /// Calls `method` with Candid-encoded `arg`; the reply's Candid bytes.
-    fn call(&mut self, method: &str, arg: Vec<u8>, query: bool) -> Result<Vec<u8>>;
-    /// Upgrades the canister to the same wasm (the heap and every cache are new afterwards).
-    fn upgrade(&mut self) -> Result<()>;
-    /// The canister's Candid interface, to print errors with their names.
-    fn interface(&self) -> Option<Interface>;
-}
-
-/// The benchmark canister on this runner, installed fresh, with the production limits (40 B per
-/// update, 5 B per query) and the runner's default controller as caller.
-pub struct Offline {
-    canister: Canister,
-}
-
-impl Offline {
-    /// Installs `wasm`.
-    pub fn install(wasm: &std::path::Path) -> Result<Offline> {
-        let code = Code::from_file(wasm, Metering::On)
-            .with_context(|| format!("loading {} (build it with scripts/build.sh bench)", wasm.display()))?;
-        let arg = candid::encode_one(None::<()>)?;
-        let (canister, _) = Canister::install(code, &arg, Options::default())?;
-        Ok(Offline { canister })
-    }
-}
-
-impl Target for Offline {
-    fn call(&mut self, method: &str, arg: Vec<u8>, query: bool) -> Result<Vec<u8>> {
-        let caller = default_controller();
-        let out =
-            if query { self.canister.query(method, &arg, caller) } else { self.canister.update(method, &arg, caller) };
-        out.result.map_err(|e| anyhow::anyhow!("{method} was rejected: {e}"))
-    }
-
-    fn upgrade(&mut self) -> Result<()> {
-        let code = self.canister.code().clone();
-        let arg = candid::encode_one(None::<()>)?;
-        self.canister.upgrade(code, &arg).result.map_err(|e| anyhow::anyhow!("upgrade failed: {e}"))?;
-        Ok(())
-    }
-
-    fn interface(&self) -> Option<Interface> {
-        self.canister.code().candid_service().and_then(|did| Interface::parse(&did).ok())
-    }
-}
-
-/// A canister deployed with dfx, called as the current dfx identity (a controller).
-pub struct Dfx {
-    network: Option<String>,
-    canister: String,
-}
-
-impl Dfx {
-    fn network_args(&self) -> Vec<String> {
-        self.network.iter().flat_map(|n| ["--network".to_string(), n.clone()]).collect()
-    }
-}
-
-impl Target for Dfx {
-    fn call(&mut self, method: &str, arg: Vec<u8>, query: bool) -> Result<Vec<u8>> {
-        let mut cmd = Command::new("dfx");
-        cmd.args(["canister", "call"]).args(self.network_args()).args([&self.canister, method]);
-        cmd.args([hex::encode(arg).as_str(), "--type", "raw", "--output", "raw"]);
-        if query {
-            cmd.arg("--query");
-        }
-        let out = cmd.output().context("running dfx (is it installed and on PATH?)")?;
-        if !out.status.success() {
-            bail!("dfx canister call {method} failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-        }
-        let text = String::from_utf8(out.stdout).context("dfx printed something other than hex")?;
-        hex::decode(text.trim()).with_context(|| format!("dfx printed {text:?}, not the reply's hex"))
-    }
-
-    fn upgrade(&mut self) -> Result<()> {
-        let status = Command::new("dfx")
-            .arg("deploy")
-            .args(self.network_args())
-            .args([self.canister.as_str(), "--upgrade-unchanged"])
-            .status()
-            .context("running dfx deploy")?;
-        if !status.success() {
-            bail!("dfx deploy {} --upgrade-unchanged failed", self.canister);
-        }
-        Ok(())
-    }
-
-    /// The interface file dfx.json names (run from the repository's root).
-    fn interface(&self) -> Option<Interface> {
-        let did = std::fs::read_to_string("canister/stablebench_bench.did").ok()?;
-        Interface::parse(&did).ok()
-    }
-}
-
-fn call<R: CandidType + DeserializeOwned>(
-    target: &mut dyn Target,
-    method: &str,
-    arg: impl candid::utils::ArgumentEncoder,
-    query: bool,
-) -> Result<R> {
-    let reply = target.call(method, candid::encode_args(arg)?, query)?;
-    let result: std::result::Result<R, candid::Reserved> =
-        candid::decode_one(&reply).with_context(|| format!("decoding the reply of {method}"))?;
-    result.map_err(|_| {
-        // The error, in Candid text (the runner does not link the canister's `Error` type).
-        let text = decode_reply(&reply, method, target.interface().as_ref()).unwrap_or_else(|e| e.to_string());
-        anyhow::anyhow!("{method} returned an error: {text}")
-    })
 }
 
 /// The grid's benchmarks as the canister lists them, those whose name contains one of
@@ -286,7 +169,7 @@ pub fn warm_cold_table(rows: &[WarmCold]) -> String {
 /// `stablebench-runner live`.
 pub fn main(args: &LiveArgs) -> Result<()> {
     let mut target: Box<dyn Target> = if args.dfx || args.network.is_some() {
-        Box::new(Dfx { network: args.network.clone(), canister: args.canister.clone() })
+        Box::new(Dfx::new(args.network.clone(), args.canister.clone(), "canister/stablebench_bench.did".into()))
     } else {
         Box::new(Offline::install(&args.wasm)?)
     };

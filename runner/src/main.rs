@@ -7,6 +7,7 @@
 //! stablebench-runner upgrade WASM [--arg '(...)']
 //! stablebench-runner tick [--advance SECONDS]                  # run the global timer if due
 //! stablebench-runner live [PATTERN...] [--warm-cold] [--dfx [--network ic]]  # the benchmark canister's Candid API
+//! stablebench-runner load [--users N] [--orders N] [--budget I] [--state DIR] [--dfx]  # the data set, in budgeted calls
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -14,7 +15,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use candid::Principal;
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use stablebench_runner::candid_text::{self, Interface};
 use stablebench_runner::canister::{self, Canister, Code, Limits, Options};
 use stablebench_runner::instrument::Metering;
@@ -38,6 +39,11 @@ enum Command {
     /// Runs benchmarks through the benchmark canister's Candid API (bench_setup, bench_run) as a
     /// dfx user does: on this runner, or with --dfx / --network on a deployed canister.
     Live(stablebench_runner::live::LiveArgs),
+    /// Loads the users/orders data set into the production canister in resumable calls under an
+    /// instruction budget (create_schema, add_users, add_orders, create_indexes), offline into
+    /// --state or with --dfx / --network into a deployed canister; a second run continues and
+    /// loads nothing twice. Progress and a cost table on stderr, the `stats` reply on stdout.
+    Load(stablebench_runner::load::LoadArgs),
     /// Installs a canister (start + canister_init) and saves it in the state directory.
     Install {
         /// The wasm file (.wasm or .wasm.gz).
@@ -48,9 +54,9 @@ enum Command {
         /// A controller (repeatable). Default: the runner's default controller.
         #[arg(long = "controller")]
         controllers: Vec<String>,
-        /// production: 40 B update / 5 B query limits; benchmark: PocketIC's benchmarking subnet.
-        #[arg(long, default_value = "production")]
-        limits: String,
+        /// The instruction limits of the canister's messages.
+        #[arg(long, value_enum, default_value_t = LimitsArg::Production)]
+        limits: LimitsArg,
         /// The canister's wasm_memory_limit in bytes (0: none): memory.grow past it traps.
         #[arg(long, default_value_t = stablebench_runner::replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES)]
         wasm_memory_limit: u64,
@@ -100,6 +106,24 @@ enum Command {
     },
 }
 
+/// `install --limits`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum LimitsArg {
+    /// An application subnet: 40 B instructions per update, 5 B per query.
+    Production,
+    /// PocketIC's benchmarking subnet (what canbench uses): practically unlimited.
+    Benchmark,
+}
+
+impl From<LimitsArg> for Limits {
+    fn from(l: LimitsArg) -> Limits {
+        match l {
+            LimitsArg::Production => Limits::PRODUCTION,
+            LimitsArg::Benchmark => Limits::BENCHMARK,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct Common {
     /// Where the canister's state is kept between commands.
@@ -124,6 +148,7 @@ fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         Command::Bench(args) => suite::run(&args),
         Command::Live(args) => stablebench_runner::live::main(&args).map(|()| ExitCode::SUCCESS),
+        Command::Load(args) => stablebench_runner::load::main(&args).map(|()| ExitCode::SUCCESS),
         Command::Install { wasm, arg, controllers, limits, wasm_memory_limit, env_vars, common } => {
             let code = Code::from_file(&wasm, Metering::On)?;
             let controllers = if controllers.is_empty() {
@@ -131,16 +156,11 @@ fn run(cli: Cli) -> Result<ExitCode> {
             } else {
                 controllers.iter().map(|c| principal(c)).collect::<Result<_>>()?
             };
-            let limits = match limits.as_str() {
-                "production" => Limits::PRODUCTION,
-                "benchmark" => Limits::BENCHMARK,
-                other => bail!("unknown limits {other:?}: expected production or benchmark"),
-            };
             let iface = interface(&code, None)?;
             let arg = candid_text::encode_init_args(&arg, iface.as_ref())?;
             let opts = Options {
                 controllers,
-                limits,
+                limits: limits.into(),
                 print_output: common.show_canister_output,
                 wasm_memory_limit,
                 env_vars,

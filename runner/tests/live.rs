@@ -20,7 +20,8 @@ use stablebench_grid::live::SetupProgress;
 use stablebench_runner::canbench::BenchResult;
 use stablebench_runner::canister::{Canister, Code, Limits, Options};
 use stablebench_runner::instrument::Metering;
-use stablebench_runner::live::{self, Offline};
+use stablebench_runner::live;
+use stablebench_runner::target::{Offline, Target};
 use std::sync::{Arc, OnceLock};
 
 const WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");
@@ -103,7 +104,7 @@ fn the_api_refuses_what_it_cannot_do_and_lists_the_grid() {
     let name = "heap_btreemap_trie_read_1k_warm";
     live::setup(&mut target, name, None).unwrap();
     let first = live::run(&mut target, name, false).unwrap();
-    live::Target::upgrade(&mut target).unwrap();
+    Target::upgrade(&mut target).unwrap();
     let after = live::run(&mut target, name, true).unwrap();
     assert_eq!(after.calls, first.calls);
     // Not a controller: refused.
