@@ -1013,7 +1013,8 @@ fn add_costs(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     use stablebench_grid::ic::prices;
     let nodes = prices::SUBNET_NODES;
     // The two that price a size pair: (name, cycles of (a, b) on `nodes` nodes).
-    let sized: [(&'static str, fn(u64, u64, u64) -> u64); 2] =
+    type Priced = fn(u64, u64, u64) -> u64;
+    let sized: [(&'static str, Priced); 2] =
         [("cost_call", prices::call_cycles), ("cost_http_request", prices::http_request_cycles)];
     for (name, cycles) in sized {
         linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>, a: i64, b: i64, dst: i32| -> HostResult<()> {
