@@ -189,6 +189,9 @@ impl Code {
         let module = compile_cached(&info.wasm)?;
         let mut linker = Linker::new(engine());
         host::add_to_linker(&mut linker).map_err(wt)?;
+        if metering == Metering::Profiled {
+            crate::profile::add_to_linker(&mut linker).map_err(wt)?;
+        }
         // Fail now, naming every import the runner does not provide.
         let mut probe = Store::new(engine(), Host::new(Principal::anonymous(), vec![]));
         let missing: Vec<String> = module
@@ -380,6 +383,11 @@ impl Canister {
         Ok(c)
     }
 
+    /// The profile of the last message, if the code is profiled (`Metering::Profiled`).
+    pub fn take_profile(&mut self) -> Option<crate::profile::Profile> {
+        self.store.data_mut().profile.take().map(|p| p.finish())
+    }
+
     /// The canister's current stable memory.
     pub fn stable_memory(&self) -> &[u8] {
         &self.store.data().stable.bytes
@@ -421,6 +429,7 @@ impl Canister {
         h.msg = Message::new(kind, arg, caller, time);
         h.stable.begin(kind);
         h.output.clear();
+        h.profile = None;
     }
 
     fn message(&mut self, kind: Kind, export: &str, method: &str, arg: &[u8], caller: Principal) -> Outcome {
@@ -531,6 +540,7 @@ impl Canister {
                 .expect("the execution thread panicked")
         });
         let used = executed(limit, counter.get(&mut self.store).unwrap_i64());
+        crate::profile::end_call(self.store.data_mut(), used);
         let r = r.map_err(|e| {
             if let Some(t) = e.downcast_ref::<Trap>() {
                 t.clone()
@@ -610,7 +620,7 @@ impl Canister {
             timer: h.timer,
             log_used: h.log_used,
             messages: self.messages,
-            metering: self.code.metering == Metering::On,
+            metering: self.code.metering != Metering::Off,
             limits: [self.opts.limits.install, self.opts.limits.update, self.opts.limits.query],
             globals: snap.globals.iter().map(|(g, v)| (*g, val_to_bits(v))).collect(),
         };

@@ -259,6 +259,8 @@ pub struct Host {
     pub output: Vec<String>,
     /// Instruction limit of the current message (the counter's start value).
     pub limit: u64,
+    /// The running profile of the current message (code instrumented with `Metering::Profiled`).
+    pub profile: Option<Box<crate::profile::Profiler>>,
     counter: Option<Global>,
     memory: Option<Memory>,
 }
@@ -279,6 +281,7 @@ impl Host {
             print_output: false,
             output: Vec::new(),
             limit: 0,
+            profile: None,
             counter: None,
             memory: None,
         }
@@ -566,6 +569,7 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         }
         let g = c.data().counter.expect("counter bound");
         let counter = g.get(&mut c).unwrap_i64();
+        crate::profile::mark(c.data_mut(), counter);
         Ok(executed(c.data().limit, counter) as i64)
     })?;
     linker.func_wrap(

@@ -13,4 +13,5 @@ pub mod canister;
 pub mod host;
 pub mod instrument;
 pub mod live;
+pub mod profile;
 pub mod suite;
