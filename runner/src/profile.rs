@@ -720,9 +720,12 @@ impl Output {
         } else if let Some(m) = measured {
             let _ = writeln!(
                 text,
-                "No pair of performance_counter calls {m} instructions apart: the measured step is not one interval (e.g. \
-                 `calls` > 1), so only the whole query is profiled.\n"
+                "No pair of performance_counter calls {m} instructions apart: the measured step is not one interval, so \
+                 only the whole query is profiled.\n"
             );
+        } else {
+            text += "canbench's measurement is not one interval (`calls` > 1) or the query failed: only the whole query is \
+                     profiled.\n\n";
         }
         text += &report(&query, &self.names, "The whole query (setup, measured step, checks)");
         if profile.unbalanced() > 0 || profile.mismatched() > 0 {
