@@ -44,7 +44,11 @@ check_and_embed() {
   "$IC_WASM" "$OUT_DIR/$name.wasm" check-endpoints --candid "$did" \
     --hidden "$OUT_DIR/$name.hidden-endpoints.txt" >&2 || die "the methods of $name.wasm differ from $did"
   # After the check: check-endpoints reads an embedded candid:service before its --candid file.
-  "$IC_WASM" "$OUT_DIR/$name.wasm" -o "$OUT_DIR/$name.wasm" metadata candid:service -f "$did" -v public
+  # The bench wasm keeps its name section (ic-wasm drops it otherwise): function names for
+  # `stablebench-runner bench --profile`; custom sections cost no instructions.
+  local keep=()
+  [ "$name" = stablebench_bench ] && keep=(--keep-name-section)
+  "$IC_WASM" "$OUT_DIR/$name.wasm" -o "$OUT_DIR/$name.wasm" metadata candid:service -f "$did" -v public "${keep[@]}"
 }
 
 if [ "$variant" = production ] || [ "$variant" = all ]; then

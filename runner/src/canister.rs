@@ -210,6 +210,9 @@ impl Code {
         let module = compile_cached(&info.wasm)?;
         let mut linker = Linker::new(engine());
         host::add_to_linker(&mut linker).map_err(wt)?;
+        if metering == Metering::Profiled {
+            crate::profile::add_to_linker(&mut linker).map_err(wt)?;
+        }
         // Fail now, naming every import the runner does not provide.
         let mut probe = Store::new(engine(), Host::new(Principal::anonymous(), vec![]));
         let missing: Vec<String> = module
@@ -465,6 +468,11 @@ impl Canister {
         Ok(c)
     }
 
+    /// The profile of the last message, if the code is profiled (`Metering::Profiled`).
+    pub fn take_profile(&mut self) -> Option<crate::profile::Profile> {
+        self.store.data_mut().profile.take().map(|p| p.finish())
+    }
+
     /// The canister's current stable memory.
     pub fn stable_memory(&self) -> &[u8] {
         &self.store.data().stable.bytes
@@ -503,6 +511,7 @@ impl Canister {
     fn begin(&mut self, kind: Kind, arg: Vec<u8>, caller: Principal) {
         let msg = Message::new(kind, arg, caller, self.time());
         self.store.data_mut().begin(msg);
+        self.store.data_mut().profile = None;
     }
 
     fn refused(&mut self, reject: Reject) -> Outcome {
@@ -526,6 +535,7 @@ impl Canister {
         }
         let started = Instant::now();
         self.executions = 0;
+        self.store.data_mut().profile = None;
         let (result, used, dirtied, output) = self.call_context(kind, export, arg.to_vec(), caller);
         Outcome {
             result,
@@ -756,6 +766,7 @@ impl Canister {
         });
         self.store.data_mut().executing = false;
         let used = executed(limit, counter.get(&mut self.store).unwrap_i64());
+        crate::profile::end_call(self.store.data_mut(), used);
         let r = r.map_err(|e| {
             if let Some(t) = e.downcast_ref::<Trap>() {
                 t.clone()
@@ -851,7 +862,7 @@ impl Canister {
             messages: self.messages,
             time_offset: self.time_offset,
             raw_rand_calls: self.raw_rand_calls,
-            metering: self.code.metering == Metering::On,
+            metering: self.code.metering != Metering::Off,
             limits: self.opts.limits,
             wasm_memory_limit: h.wasm_memory_limit,
             env_vars: h.env_vars.clone(),

@@ -364,6 +364,8 @@ pub struct Host {
     /// a heap).
     pub executing: bool,
     log: ExecutionLog,
+    /// The running profile of the current message (code instrumented with `Metering::Profiled`).
+    pub profile: Option<Box<crate::profile::Profiler>>,
     counter: Option<Global>,
     memory: Option<Memory>,
 }
@@ -389,6 +391,7 @@ impl Host {
             performed: Vec::new(),
             executing: false,
             log: ExecutionLog::default(),
+            profile: None,
             counter: None,
             memory: None,
         }
@@ -776,6 +779,7 @@ fn add_status(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         }
         let g = c.data().counter.expect("counter bound");
         let counter = g.get(&mut c).unwrap_i64();
+        crate::profile::mark(c.data_mut(), counter);
         Ok(executed(c.data().limit, counter) as i64)
     })?;
     linker.func_wrap(

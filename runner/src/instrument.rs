@@ -16,9 +16,22 @@
 //!
 //! The injected code itself is never metered, as in the replica. Two functions are appended (the
 //! out-of-instructions handler and the bulk-charge helper), so no existing index moves.
+//!
+//! [`Metering::Profiled`] adds, unmetered too, the profiler's hooks (crate::profile): a call to
+//! the imported `stablebench.profile_enter` at every function entry, before the entry block's
+//! charge, and to `stablebench.profile_exit` before every way out of the function (`return`, the
+//! tail calls `return_call*`, and the function's final `end`, which the body is wrapped in a
+//! `block` for, so that a branch to the function's own label passes the hook too). Each hook gets
+//! the function's index in the original module and the counter's value, and nothing else changes:
+//! the charges, and so the counts, are those of [`Metering::On`]. The two imports come after the
+//! module's own, so every defined function moves up by two; every function index (calls,
+//! `ref.func`, exports, elements, tables, globals, the start function and the name section) is
+//! re-encoded accordingly. The bulk-charge helper reports itself as the pseudo-function
+//! [`BULK_FRAME`], so that the per-byte charge of `memory.copy` and `memory.fill`, which compilers
+//! emit inline for memcpy and memset, is a frame of its own.
 
 use anyhow::{bail, Context, Result};
-use wasm_encoder::reencode::{Reencode, RoundtripReencoder};
+use wasm_encoder::reencode::{self, Reencode};
 use wasm_encoder::{
     BlockType, CodeSection, ConstExpr, ExportKind, ExportSection, Function, FunctionSection, GlobalSection, GlobalType,
     Instruction, Module, RawSection, TypeSection, ValType,
@@ -38,6 +51,17 @@ pub const MEMORY_EXPORT: &str = "stablebench memory";
 pub const TABLE_EXPORT: &str = "stablebench table";
 /// Prefix of the exports of mutable globals (the replica's name).
 pub const PERSISTENT_GLOBAL_PREFIX: &str = "__persistent_mutable_global_";
+/// Import module of the profiler's hooks ([`Metering::Profiled`]).
+pub const PROFILE_MODULE: &str = "stablebench";
+/// The hook called at every function entry: `(func: i32, counter: i64) -> ()`.
+pub const PROFILE_ENTER: &str = "profile_enter";
+/// The hook called before every function exit: `(func: i32, counter: i64) -> ()`.
+pub const PROFILE_EXIT: &str = "profile_exit";
+/// Functions the profiling mode imports before the module's own.
+const PROFILE_HOOKS: u32 = 2;
+/// The function index the hooks report for the per-byte charge of bulk memory and table
+/// operations (`memory.copy`, `memory.fill`, ...; a pseudo-function: no module has that many).
+pub const BULK_FRAME: u32 = u32::MAX - 1;
 
 /// Whether to inject the metering code. `Off` keeps everything else (counter global, exports)
 /// so the same host runs it: host fees are still charged, wasm code is free. Only for measuring
@@ -48,6 +72,9 @@ pub enum Metering {
     On,
     /// No per-block or bulk charges.
     Off,
+    /// The replica's metering plus the profiler's entry and exit hooks (see the module docs):
+    /// the same counts as `On`, attributed to functions by `crate::profile`.
+    Profiled,
 }
 
 /// Memory mode of the module: its first memory decides, as in the replica.
@@ -316,21 +343,52 @@ fn rank(p: &Payload<'_>) -> Option<u8> {
     })
 }
 
+const IMPORT_RANK: u8 = 2;
 const GLOBAL_RANK: u8 = 7;
 const EXPORT_RANK: u8 = 8;
 
-/// Rewrites `wasm` (see the module docs). `metering` selects whether charges are injected.
+/// The re-encoder: a round trip, except that in profiling mode every defined function moves up
+/// by `shift` (the profiler's imports are appended to the module's).
+struct Reencoder {
+    imported_funcs: u32,
+    shift: u32,
+}
+
+impl Reencode for Reencoder {
+    type Error = std::convert::Infallible;
+
+    fn function_index(&mut self, func: u32) -> Result<u32, reencode::Error<Self::Error>> {
+        Ok(if func >= self.imported_funcs { func + self.shift } else { func })
+    }
+}
+
+/// What the profiling hooks of one function need.
+#[derive(Clone, Copy)]
+struct Hooks {
+    enter: u32,
+    exit: u32,
+    /// The function's index in the original module (what the hooks report).
+    func: u32,
+    /// The type of the block the body is wrapped in: the function's results.
+    block: BlockType,
+}
+
+/// Rewrites `wasm` (see the module docs). `metering` selects whether charges, and the profiler's
+/// hooks, are injected.
 pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
-    let mut re = RoundtripReencoder;
+    let profiled = metering == Metering::Profiled;
+    let mut re = Reencoder { imported_funcs: 0, shift: if profiled { PROFILE_HOOKS } else { 0 } };
     let mut module = Module::new();
 
     // What earlier sections tell later ones.
     let mut num_types = 0u32;
-    let mut imported_funcs = 0u32;
     let mut imported_globals = 0u32;
     let mut defined_funcs = 0u32;
     let mut defined_globals = 0u32;
     let mut mem_type: Option<MemType> = None;
+    // Profiling: the block type of each type's results, and each defined function's type.
+    let mut result_blocks: Vec<BlockType> = Vec::new();
+    let mut func_types: Vec<u32> = Vec::new();
     // The start section comes after the export section, which must already name it.
     let mut start: Option<u32> = None;
     for payload in Parser::new(0).parse_all(wasm) {
@@ -340,9 +398,11 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
     }
     let mut persistent_globals = Vec::new();
     let mut custom_sections = Vec::new();
+    let mut import_done = !profiled;
     let mut global_done = false;
     let mut export_done = false;
     let mut code_entries_left = 0u32;
+    let mut code_entry = 0u32;
     let mut code: Option<CodeSection> = None;
     let mut has_code = false;
     let mut has_table = false;
@@ -352,8 +412,14 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
         if let Payload::TableSection(_) = payload {
             has_table = true;
         }
-        // Insert our global and export sections where the module has none.
+        // Insert our import, global and export sections where the module has none.
         if let Some(r) = rank(&payload) {
+            if r > IMPORT_RANK && !import_done {
+                let mut imports = wasm_encoder::ImportSection::new();
+                push_profile_imports(&mut imports, num_types);
+                module.section(&imports);
+                import_done = true;
+            }
             if r > GLOBAL_RANK && !global_done {
                 let mut g = GlobalSection::new();
                 push_counter_globals(&mut g);
@@ -362,6 +428,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
             }
             if r > EXPORT_RANK && !export_done {
                 let mut e = ExportSection::new();
+                let start = start.map(|f| re.function_index(f)).transpose()?;
                 push_exports(
                     &mut e,
                     imported_globals + defined_globals,
@@ -378,13 +445,41 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
             Payload::Version { .. } => {}
             Payload::TypeSection(reader) => {
                 let mut types = TypeSection::new();
+                let mut multi_results = Vec::new();
                 for group in reader {
                     let group = group?;
+                    for sub in group.types() {
+                        let results = match &sub.composite_type.inner {
+                            wasmparser::CompositeInnerType::Func(f) => f.results(),
+                            _ => &[],
+                        };
+                        result_blocks.push(match results {
+                            [] => BlockType::Empty,
+                            [one] => BlockType::Result(re.val_type(*one)?),
+                            many => {
+                                multi_results.push(many.to_vec());
+                                // Appended after ours, below: three helper types, then these.
+                                BlockType::FunctionType(u32::MAX)
+                            }
+                        });
+                    }
                     num_types += group.types().len() as u32;
                     re.parse_recursive_type_group(types.ty(), group)?;
                 }
                 types.ty().function([], []);
                 types.ty().function([ValType::I64], [ValType::I64]);
+                if profiled {
+                    types.ty().function([ValType::I32, ValType::I64], []);
+                    let placeholders =
+                        result_blocks.iter_mut().filter(|b| matches!(b, BlockType::FunctionType(u32::MAX)));
+                    for (ty, b) in (num_types + 3..).zip(placeholders) {
+                        *b = BlockType::FunctionType(ty);
+                    }
+                    for results in multi_results {
+                        let results = results.into_iter().map(|t| re.val_type(t)).collect::<Result<Vec<_>, _>>()?;
+                        types.ty().function([], results);
+                    }
+                }
                 module.section(&types);
             }
             Payload::ImportSection(reader) => {
@@ -393,7 +488,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     let imp = imp?;
                     match imp.ty {
                         TypeRef::Func(_) | TypeRef::FuncExact(_) => {
-                            imported_funcs += 1;
+                            re.imported_funcs += 1;
                         }
                         TypeRef::Global(g) => {
                             if g.mutable {
@@ -409,12 +504,20 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     }
                     re.parse_import(&mut section, imp)?;
                 }
+                if profiled {
+                    push_profile_imports(&mut section, num_types);
+                    import_done = true;
+                }
                 module.section(&section);
             }
             Payload::FunctionSection(reader) => {
                 let mut funcs = FunctionSection::new();
                 defined_funcs = reader.count();
-                re.parse_function_section(&mut funcs, reader)?;
+                for ty in reader {
+                    let ty = ty?;
+                    func_types.push(ty);
+                    funcs.function(re.type_index(ty)?);
+                }
                 // The helpers' types were appended to the type section: [] -> [], [i64] -> [i64].
                 funcs.function(num_types);
                 funcs.function(num_types + 1);
@@ -457,6 +560,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     }
                     re.parse_export(&mut exports, e)?;
                 }
+                let start = start.map(|f| re.function_index(f)).transpose()?;
                 push_exports(
                     &mut exports,
                     imported_globals + defined_globals,
@@ -477,19 +581,54 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                 code = Some(CodeSection::new());
             }
             Payload::CodeSectionEntry(body) => {
-                let ooi_func = imported_funcs + defined_funcs;
+                let ooi_func = re.imported_funcs + re.shift + defined_funcs;
                 let ix = Injected { counter: imported_globals + defined_globals, ooi_func, bulk_func: ooi_func + 1 };
+                let hooks = if profiled {
+                    let ty = *func_types.get(code_entry as usize).context("more bodies than functions")?;
+                    Some(Hooks {
+                        enter: re.imported_funcs,
+                        exit: re.imported_funcs + 1,
+                        func: re.imported_funcs + code_entry,
+                        block: *result_blocks.get(ty as usize).context("a function type out of range")?,
+                    })
+                } else {
+                    None
+                };
                 let section = code.as_mut().expect("code section started");
-                instrument_body(section, body, ix, mem_type.unwrap_or(MemType::Wasm32), metering, &mut re)?;
+                let mem = mem_type.unwrap_or(MemType::Wasm32);
+                instrument_body(section, body, ix, mem, metering, hooks, &mut re)?;
+                code_entry += 1;
                 code_entries_left -= 1;
                 if code_entries_left == 0 {
-                    push_helper_bodies(section, ix);
+                    let bulk_hooks = profiled.then_some(Hooks {
+                        enter: re.imported_funcs,
+                        exit: re.imported_funcs + 1,
+                        func: BULK_FRAME,
+                        block: BlockType::Empty,
+                    });
+                    push_helper_bodies(section, ix, bulk_hooks);
                     module.section(&*section);
                 }
             }
             Payload::CustomSection(c) => {
                 custom_sections.push((c.name().to_string(), c.data().to_vec()));
-                module.section(&RawSection { id: 0, data: &wasm[c.range()] });
+                if profiled && c.name() == "name" {
+                    // Function names move with the functions (wasmtime's backtraces read them).
+                    re.parse_custom_section(&mut module, c)?;
+                } else {
+                    module.section(&RawSection { id: 0, data: &wasm[c.range()] });
+                }
+            }
+            Payload::TableSection(reader) if profiled => {
+                // Table initialisers may hold `ref.func`.
+                let mut tables = wasm_encoder::TableSection::new();
+                re.parse_table_section(&mut tables, reader)?;
+                module.section(&tables);
+            }
+            Payload::ElementSection(reader) if profiled => {
+                let mut elements = wasm_encoder::ElementSection::new();
+                re.parse_element_section(&mut elements, reader)?;
+                module.section(&elements);
             }
             Payload::End(_) => {}
             other => {
@@ -512,6 +651,12 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
         persistent_globals,
         custom_sections,
     })
+}
+
+/// The profiler's two hooks, of type `num_types + 2` (`[i32, i64] -> []`).
+fn push_profile_imports(imports: &mut wasm_encoder::ImportSection, num_types: u32) {
+    imports.import(PROFILE_MODULE, PROFILE_ENTER, wasm_encoder::EntityType::Function(num_types + 2));
+    imports.import(PROFILE_MODULE, PROFILE_EXIT, wasm_encoder::EntityType::Function(num_types + 2));
 }
 
 /// The counter (i64, mutable) and the out-of-instructions flag (i32, mutable).
@@ -550,7 +695,8 @@ fn instrument_body(
     ix: Injected,
     mem: MemType,
     metering: Metering,
-    re: &mut RoundtripReencoder,
+    hooks: Option<Hooks>,
+    re: &mut Reencoder,
 ) -> Result<()> {
     let mut f = re.new_function_with_parsed_locals(&body)?;
     let mut reader = body.get_operators_reader()?;
@@ -558,8 +704,14 @@ fn instrument_body(
     while !reader.eof() {
         ops.push(reader.read()?);
     }
-    let points = if metering == Metering::On { injections(&ops, mem) } else { Vec::new() };
+    let points = if metering == Metering::Off { Vec::new() } else { injections(&ops, mem) };
     let mut next = points.iter().peekable();
+    let last = ops.len().saturating_sub(1);
+    if let Some(h) = hooks {
+        // Before the entry block's charge, so that the charge is the function's own.
+        emit_hook(&mut f, ix, h, h.enter);
+        f.instruction(&Instruction::Block(h.block));
+    }
     for (i, op) in ops.into_iter().enumerate() {
         while let Some(&&(pos, inj)) = next.peek() {
             if pos != i {
@@ -571,14 +723,38 @@ fn instrument_body(
             }
             next.next();
         }
+        if let Some(h) = hooks {
+            if i == last {
+                // The function's `end`: close the wrapper block first (a branch to the function's
+                // label lands after it too), then the exit hook.
+                f.instruction(&Instruction::End);
+                emit_hook(&mut f, ix, h, h.exit);
+            } else if matches!(
+                op,
+                Operator::Return
+                    | Operator::ReturnCall { .. }
+                    | Operator::ReturnCallIndirect { .. }
+                    | Operator::ReturnCallRef { .. }
+            ) {
+                // Leaves the operands in place; a tail call's callee enters on its own.
+                emit_hook(&mut f, ix, h, h.exit);
+            }
+        }
         f.instruction(&re.instruction(op)?);
     }
     code.function(&f);
     Ok(())
 }
 
+/// `hook(func, counter)`: the function's original index and the counter's current value.
+fn emit_hook(f: &mut Function, ix: Injected, h: Hooks, hook: u32) {
+    f.instruction(&Instruction::I32Const(h.func as i32));
+    f.instruction(&Instruction::GlobalGet(ix.counter));
+    f.instruction(&Instruction::Call(hook));
+}
+
 /// The out-of-instructions handler (sets the flag, traps) and the bulk-charge helper.
-fn push_helper_bodies(code: &mut CodeSection, ix: Injected) {
+fn push_helper_bodies(code: &mut CodeSection, ix: Injected, hooks: Option<Hooks>) {
     let flag = ix.counter + 1;
     let mut ooi = Function::new([]);
     ooi.instruction(&Instruction::I32Const(1));
@@ -588,6 +764,11 @@ fn push_helper_bodies(code: &mut CodeSection, ix: Injected) {
     code.function(&ooi);
 
     let mut bulk = Function::new([]);
+    if let Some(h) = hooks {
+        // The per-byte charge of bulk operations, which compilers inline (memcpy and memset are
+        // `memory.copy` and `memory.fill` in the caller), as a frame of its own.
+        emit_hook(&mut bulk, ix, h, h.enter);
+    }
     bulk.instruction(&Instruction::GlobalGet(ix.counter));
     bulk.instruction(&Instruction::LocalGet(0));
     bulk.instruction(&Instruction::I64Sub);
@@ -598,6 +779,9 @@ fn push_helper_bodies(code: &mut CodeSection, ix: Injected) {
     bulk.instruction(&Instruction::If(BlockType::Empty));
     bulk.instruction(&Instruction::Call(ix.ooi_func));
     bulk.instruction(&Instruction::End);
+    if let Some(h) = hooks {
+        emit_hook(&mut bulk, ix, h, h.exit);
+    }
     bulk.instruction(&Instruction::LocalGet(0));
     bulk.instruction(&Instruction::End);
     code.function(&bulk);

@@ -14,6 +14,7 @@ pub mod host;
 pub mod instrument;
 pub mod live;
 pub mod load;
+pub mod profile;
 pub mod replica;
 pub mod suite;
 pub mod target;

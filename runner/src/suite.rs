@@ -20,6 +20,7 @@ use crate::canbench::{self, copy_result, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
 use crate::host::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 use crate::instrument::Metering;
+use crate::profile;
 
 /// Arguments of `stablebench-runner bench` (canbench 0.7's flags, plus `--no-metering`).
 #[derive(clap::Args, Debug, Default)]
@@ -62,6 +63,14 @@ pub struct BenchArgs {
     /// moved by more than the noise threshold (CI: results are part of the change).
     #[arg(long)]
     pub check: bool,
+    /// Attribute every benchmark query's wasm instructions to functions, exactly (the counts
+    /// do not change): per benchmark, folded stacks and a flamegraph SVG of the measured step
+    /// and of the whole query, and a table of the top functions, in --profile-dir.
+    #[arg(long)]
+    pub profile: bool,
+    /// Where --profile writes.
+    #[arg(long, value_name = "DIR", default_value = "target/profile")]
+    pub profile_dir: PathBuf,
 }
 
 /// The keys of canbench.yml that canbench 0.7 reads.
@@ -120,6 +129,8 @@ pub struct Run {
     pub reply_bytes: Option<u64>,
     /// Wall time of the query.
     pub wall: Duration,
+    /// What `--profile` wrote.
+    pub profile: Option<profile::Written>,
 }
 
 /// The benchmark names a wasm exports (`canister_query __canbench__<name>`), in export order.
@@ -153,6 +164,8 @@ pub fn bench_options(setup: &BenchSetup, print_output: bool) -> Options {
 
 /// Installs `code` as canbench does (benchmarking subnet, init args, stable memory file) and runs
 /// the benchmarks whose names contain `pattern`, calling `each` after every one, in export order.
+/// With `profile` (and `code` instrumented with `Metering::Profiled`), writes each benchmark's
+/// profile there.
 ///
 /// Benchmark queries are independent (each starts from the installed state and leaves nothing),
 /// so they run on `jobs` threads, each on its own copy of the installed canister; the results do
@@ -163,6 +176,7 @@ pub fn run_benchmarks(
     pattern: Option<&str>,
     print_output: bool,
     jobs: usize,
+    profile: Option<&profile::Output>,
     mut each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
     let names: Vec<String> =
@@ -177,7 +191,7 @@ pub fn run_benchmarks(
     let mut workers: Vec<Canister> = (1..jobs).map(|_| canister.fork()).collect::<Result<_>>()?;
     workers.insert(0, canister);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Run, BenchError>)>();
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Run>)>();
     let mut done: BTreeMap<usize, Run> = BTreeMap::new();
     let mut printed = 0;
     let mut failure = None;
@@ -187,7 +201,7 @@ pub fn run_benchmarks(
             s.spawn(move || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(name) = names.get(i) else { break };
-                let r = run_one(&mut c, name);
+                let r = run_one(&mut c, name, profile);
                 let stop = r.is_err();
                 if tx.send((i, r)).is_err() || stop {
                     next.store(names.len(), std::sync::atomic::Ordering::SeqCst);
@@ -213,22 +227,34 @@ pub fn run_benchmarks(
         }
     });
     if let Some(e) = failure {
-        return Err(e.into());
+        return Err(e);
     }
     Ok(done.into_values().collect())
 }
 
-fn run_one(c: &mut Canister, name: &str) -> Result<Run, BenchError> {
+fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> Result<Run> {
     let started = Instant::now();
     let out = c.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
     let wall = started.elapsed();
-    let reply = out.result.map_err(|e| BenchError { name: name.to_string(), reject: e })?;
-    let result: BenchResult = candid::decode_one(&reply).map_err(|e| BenchError {
-        name: name.to_string(),
-        reject: Reject::Rejected(format!("decoding the result: {e}")),
-    })?;
+    let result =
+        out.result.as_ref().map_err(|e| BenchError { name: name.to_string(), reject: e.clone() }).and_then(|reply| {
+            candid::decode_one::<BenchResult>(reply).map_err(|e| BenchError {
+                name: name.to_string(),
+                reject: Reject::Rejected(format!("decoding the result: {e}")),
+            })
+        });
+    // A benchmark that failed is profiled too (the query, up to the trap).
+    let written = match profile {
+        Some(p) => {
+            let prof = c.take_profile().context("--profile: the code is not instrumented for profiling")?;
+            let measured = result.as_ref().ok().filter(|r| r.total.calls == 1).map(|r| r.total.instructions);
+            Some(p.write(name, &prof, out.instructions, measured)?)
+        }
+        None => None,
+    };
+    let result = result?;
     let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-    Ok(Run { name: name.to_string(), result, reply_bytes, wall })
+    Ok(Run { name: name.to_string(), result, reply_bytes, wall, profile: written })
 }
 
 /// A benchmark query that did not reply.
@@ -291,21 +317,53 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     if args.no_metering && args.persist {
         bail!("--no-metering counts nothing: it cannot be combined with --persist");
     }
+    if args.no_metering && args.profile {
+        bail!("--no-metering counts nothing: it cannot be combined with --profile");
+    }
 
-    let metering = if args.no_metering { Metering::Off } else { Metering::On };
+    let metering = match (args.no_metering, args.profile) {
+        (true, _) => Metering::Off,
+        (false, true) => Metering::Profiled,
+        (false, false) => Metering::On,
+    };
     let started = Instant::now();
     let code = Code::from_file(&cfg.wasm_path, metering)?;
     let load = started.elapsed();
-    let show_results = !args.hide_results;
-    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runs = run_benchmarks(code, &setup, args.pattern.as_deref(), args.show_canister_output, jobs, |run| {
-        if show_results {
-            print!(
-                "{}",
-                canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold)
+    let profile_out = if args.profile {
+        let names = profile::Names::from_wasm(&code.wasm)?;
+        if names.is_empty() {
+            eprintln!(
+                "{} has no name section: functions are shown as func[N] (scripts/build.sh bench keeps the names)",
+                cfg.wasm_path.display()
             );
         }
-    });
+        Some(profile::Output { dir: args.profile_dir.clone(), names })
+    } else {
+        None
+    };
+    let show_results = !args.hide_results;
+    let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let runs = run_benchmarks(
+        code,
+        &setup,
+        args.pattern.as_deref(),
+        args.show_canister_output,
+        jobs,
+        profile_out.as_ref(),
+        |run| {
+            if show_results {
+                print!(
+                    "{}",
+                    canbench::format_benchmark_section(
+                        &run.name,
+                        &run.result,
+                        old.get(&run.name),
+                        args.noise_threshold
+                    )
+                );
+            }
+        },
+    );
     let runs = match runs {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<BenchError>().is_some() => {
@@ -329,6 +387,9 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     }
     println!();
     print!("{}", limits_table(&runs, metering, jobs, load, started.elapsed()));
+    if let Some(out) = &profile_out {
+        print!("{}", profiles_summary(&runs, &out.dir));
+    }
     if args.check {
         let stale = stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold);
         if !stale.is_empty() {
@@ -422,7 +483,11 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
             r.wall.as_secs_f64()
         );
     }
-    let mode = if metering == Metering::On { "metered" } else { "NOT metered (--no-metering)" };
+    let mode = match metering {
+        Metering::On => "metered",
+        Metering::Profiled => "metered and profiled (--profile)",
+        Metering::Off => "NOT metered (--no-metering)",
+    };
     t += &format!(
         "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} thread{} the rest; a benchmark's wall time includes its setup). Instructions are per call where a benchmark records several calls (`calls` > 1). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
         total.as_secs_f64(),
@@ -430,5 +495,28 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
         runs.len(),
         if jobs == 1 { "" } else { "s" }
     );
+    t
+}
+
+/// Where each benchmark's profile is, and its top functions.
+pub fn profiles_summary(runs: &[Run], dir: &std::path::Path) -> String {
+    let mut t = format!(
+        "\nProfiles in {} (wasm instructions by function: <benchmark>.txt, .step.svg/.folded for the measured step, \
+         .query.svg/.folded for the whole query):\n",
+        dir.display()
+    );
+    for r in runs {
+        let Some(p) = &r.profile else { continue };
+        let what = match p.step {
+            Some(s) => format!(
+                "step {} of a {}-instruction query",
+                stablebench_grid::grouped(s),
+                stablebench_grid::grouped(p.query)
+            ),
+            None => format!("query {} (no single measured interval)", stablebench_grid::grouped(p.query)),
+        };
+        let top: Vec<String> = p.top.iter().map(|(n, share)| format!("{share:.1}% {n}")).collect();
+        t += &format!("  {}: {what}; top exclusive: {}\n", r.name, top.join(", "));
+    }
     t
 }
