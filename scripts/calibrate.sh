@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Calibrates the offline runner against canbench results recorded on PocketIC. NOT part of CI:
-# it needs the network (git clone from GitHub, the Rust package registry, rustup toolchains) and about 45 minutes
-# on 2 cores the first time (the builds; the runs themselves take about 10 minutes).
+# it needs the network (git clone from GitHub, the Rust package registry, rustup toolchains) and
+# about 45 minutes on 2 cores the first time (the builds; the runs themselves take about 10 minutes).
 #
 #   scripts/calibrate.sh [SET...] [--skip-build]
 #
