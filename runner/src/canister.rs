@@ -705,10 +705,7 @@ impl Canister {
         let mut used = 0;
         for step in steps {
             let k = if *step == START_EXPORT { Kind::Start } else { kind };
-            let h = self.store.data_mut();
-            h.msg.kind = k;
-            // Each step is an execution of its own kind: its own page budgets and log.
-            h.stable.begin(k);
+            self.store.data_mut().next_step(k);
             let (r, u) = self.call_if_exported(step, limit - used.min(limit));
             used += u;
             if let Err(e) = r {

@@ -169,13 +169,20 @@ impl StableMemory {
 
     /// Starts an execution of `kind`: resets the bytemap and budgets, starts a new undo log.
     pub fn begin(&mut self, kind: Kind) {
+        self.next_step(kind);
+        self.undo.clear();
+        self.len_at_start = self.bytes.len();
+        self.dirtied = 0;
+    }
+
+    /// Starts the next step of an install or upgrade (`start`, `canister_init`,
+    /// `canister_post_upgrade`): a fresh bytemap and the step's budgets, but the same undo log,
+    /// so that a trap in a later step still undoes the earlier steps' writes.
+    fn next_step(&mut self, kind: Kind) {
         for p in self.touched.drain(..) {
             self.state[p as usize] = 0;
         }
-        self.undo.clear();
-        self.len_at_start = self.bytes.len();
         (self.dirty_left, self.accessed_left) = kind.page_budgets();
-        self.dirtied = 0;
     }
 
     /// Undoes every write and grow of the current execution.
@@ -411,6 +418,14 @@ impl Host {
         self.log = ExecutionLog::default();
         self.building = None;
         self.performed.clear();
+    }
+
+    /// Moves an install or upgrade on to its next step, of `kind`: the step's page budgets and
+    /// its own log; writes stay undoable until the whole install or upgrade is done.
+    pub fn next_step(&mut self, kind: Kind) {
+        self.msg.kind = kind;
+        self.stable.next_step(kind);
+        self.log = ExecutionLog::default();
     }
 
     /// A copy of the settings and system state (everything but the execution and the memories),
@@ -691,26 +706,27 @@ fn add_replies(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 /// Cycles: the canister holds a balance (canbench's 1,000 T); messages carry none (ingress
 /// messages cannot), so there is nothing to accept or refund.
 fn add_cycles(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    for (name, allowed) in [
-        ("msg_cycles_available128", context::CYCLES_IN),
-        ("msg_cycles_refunded128", context::CALLBACK),
-        ("canister_cycle_balance128", context::ALL),
-        ("canister_liquid_cycle_balance128", context::ALL),
+    // (name, context, whether it reads the balance; the others read a message's cycles: 0).
+    for (name, allowed, balance) in [
+        ("msg_cycles_available128", context::CYCLES_IN, false),
+        ("msg_cycles_refunded128", context::CALLBACK, false),
+        ("canister_cycle_balance128", context::ALL, true),
+        ("canister_liquid_cycle_balance128", context::ALL, true),
     ] {
         linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
             enter(&mut c, name, fee::SYSTEM_CALL, allowed)?;
-            let v = if name.starts_with("canister_") { c.data().cycles } else { 0 };
+            let v = if balance { c.data().cycles } else { 0 };
             write_u128(&mut c, dst as u32 as u64, v)
         })?;
     }
-    for (name, allowed) in [
-        ("msg_cycles_available", context::CYCLES_IN),
-        ("msg_cycles_refunded", context::CALLBACK),
-        ("canister_cycle_balance", context::ALL),
+    for (name, allowed, balance) in [
+        ("msg_cycles_available", context::CYCLES_IN, false),
+        ("msg_cycles_refunded", context::CALLBACK, false),
+        ("canister_cycle_balance", context::ALL, true),
     ] {
         linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>| -> HostResult<i64> {
             enter(&mut c, name, fee::SYSTEM_CALL, allowed)?;
-            let v = if name.starts_with("canister_") { c.data().cycles } else { 0 };
+            let v = if balance { c.data().cycles } else { 0 };
             match u64::try_from(v) {
                 Ok(v) => Ok(v as i64),
                 Err(_) => violation(format!("{name}: the balance does not fit in 64 bits, use {name}128")),
@@ -844,8 +860,9 @@ fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
 /// system_api_replacements.rs`): 20 + len per read or write, 1,000 per 4 KiB page an execution
 /// writes for the first time, 100 per grow, per-execution page budgets.
 fn add_stable(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    linker.func_wrap("ic0", "stable64_size", |mut c: Caller<'_, Host>| -> HostResult<i64> {
-        charge(&mut c, fee::STABLE_SIZE)?;
+    // The size calls are implemented in wasm by the replica's instrumentation and charged as wasm
+    // code, not as a system call: no fee here.
+    linker.func_wrap("ic0", "stable64_size", |c: Caller<'_, Host>| -> HostResult<i64> {
         Ok(c.data().stable.pages() as i64)
     })?;
     linker.func_wrap("ic0", "stable64_grow", |mut c: Caller<'_, Host>, pages: i64| -> HostResult<i64> {
@@ -866,8 +883,7 @@ fn add_stable(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             stable_write(&mut c, off as u64, src as u64, len as u64)
         },
     )?;
-    linker.func_wrap("ic0", "stable_size", |mut c: Caller<'_, Host>| -> HostResult<i32> {
-        charge(&mut c, fee::STABLE_SIZE)?;
+    linker.func_wrap("ic0", "stable_size", |c: Caller<'_, Host>| -> HostResult<i32> {
         let pages = c.data().stable.pages();
         if pages > 65_536 {
             return violation("stable_size: stable memory is larger than 4 GiB, use stable64_size");

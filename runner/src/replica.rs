@@ -40,9 +40,6 @@ pub mod fee {
     pub const STABLE_ACCESS: u64 = 20;
     /// `STABLE_GROW` of `overhead_native` (both `stable_grow` and `stable64_grow`).
     pub const STABLE_GROW: u64 = 100;
-    /// `STABLE64_SIZE` / `STABLE_SIZE` are implemented in wasm by the replica's instrumentation
-    /// and charged as wasm code, not as a system call: 0 here.
-    pub const STABLE_SIZE: u64 = 0;
 }
 
 /// Multiplier for bytes that leave the canister (replies, rejects, call arguments, logs):

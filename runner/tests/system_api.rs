@@ -29,6 +29,9 @@ const IMPORTS: &str = r#"
   (import "ic0" "call_new" (func $call_new (param i32 i32 i32 i32 i32 i32 i32 i32)))
   (import "ic0" "call_data_append" (func $call_append (param i32 i32)))
   (import "ic0" "call_perform" (func $call_perform (result i32)))
+  (import "ic0" "stable64_grow" (func $sgrow (param i64) (result i64)))
+  (import "ic0" "stable64_write" (func $swrite (param i64 i64 i64)))
+  (import "ic0" "stable64_read" (func $sread (param i64 i64 i64)))
 "#;
 
 fn code(body: &str) -> std::sync::Arc<Code> {
@@ -305,4 +308,18 @@ fn the_saved_state_keeps_timer_env_vars_limits_and_float_globals_exactly() {
     assert_eq!(d.timer(), 1);
     assert!(d.tick().is_some(), "the timer survives the save");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_trap_in_post_upgrade_undoes_what_pre_upgrade_wrote_to_stable_memory() {
+    let body = r#"(data (i32.const 0) "\07")
+      (func (export "canister_init") i64.const 1 call $sgrow drop)
+      (func (export "canister_pre_upgrade") i64.const 0 i64.const 0 i64.const 1 call $swrite)
+      (func (export "canister_post_upgrade") unreachable)
+      (func (export "canister_query byte")
+        i64.const 100 i64.const 0 i64.const 1 call $sread i32.const 100 i32.const 1 call $append call $reply)"#;
+    let code = code(body);
+    let mut c = Canister::install(code.clone(), &[], Options::default()).unwrap().0;
+    assert!(c.upgrade(code, &[]).result.is_err());
+    assert_eq!(c.query("byte", &[], anon()).result, Ok(vec![0]), "pre_upgrade's write was undone");
 }
