@@ -18,20 +18,7 @@ pub const PROGRESS_STEPS: i32 = 10_000;
 /// Order ids covered by one DELETE statement of [`delete_orders_of_users`].
 pub const DELETE_WINDOW: u64 = 10_000;
 
-/// What one batch of a resumable load did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
-pub struct Batch {
-    /// Rows inserted by this call (committed).
-    pub inserted: u64,
-    /// The offset the next call continues from.
-    pub next_offset: u64,
-    /// True when every row of `offset .. offset + count` is present.
-    pub complete: bool,
-    /// Instructions the call had executed when the job finished (the IC performance counter:
-    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
-    pub instructions: u64,
-}
+pub use stablebench_grid::api::{Batch, Deleted, IndexProgress};
 
 /// Loads users `offset .. offset + count` (ids `offset + 1 ..`), continuing from the rows already
 /// present: rows that exist are skipped, so repeating a call changes nothing. An offset past the
@@ -111,21 +98,6 @@ where
     }
 }
 
-/// Progress of [`create_indexes`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
-pub struct IndexProgress {
-    /// Indexes created by this call.
-    pub created: Vec<String>,
-    /// Indexes still to create.
-    pub remaining: Vec<String>,
-    /// True when all indexes exist.
-    pub complete: bool,
-    /// Instructions the call had executed when the job finished (the IC performance counter:
-    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
-    pub instructions: u64,
-}
-
 /// The index a `CREATE INDEX IF NOT EXISTS <name> ON ...` statement creates.
 fn index_name(sql: &str) -> &str {
     sql.split_whitespace().nth(5).unwrap_or(sql)
@@ -166,21 +138,6 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
         .filter(|n| !existing.contains(n) && !created.contains(n))
         .collect();
     Ok(IndexProgress { complete: remaining.is_empty(), created, remaining, instructions: meter.used() })
-}
-
-/// What one call of [`delete_orders_of_users`] did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
-pub struct Deleted {
-    /// Orders deleted by this call (committed).
-    pub deleted: u64,
-    /// Orders up to this id have been processed: pass it as `from_order_id` to continue.
-    pub next_order_id: u64,
-    /// True when every order has been processed.
-    pub complete: bool,
-    /// Instructions the call had executed when the job finished (the IC performance counter:
-    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
-    pub instructions: u64,
 }
 
 /// Deletes the orders of users `1 ..= max_user_id` with ids above `from_order_id`, one window of

@@ -25,7 +25,7 @@ use stablebench_grid::ic::memory_ids;
 use stablebench_grid::KV_SEED;
 
 use crate::limits::{InstructionBudget, QUERY_BUDGET};
-use crate::{db, require_controller, update_budget, Batch, Cost, Error};
+use crate::{cost_now, db, require_controller, update_budget, Batch, Cost, Error};
 
 /// Entries per transaction (and between two budget checks) in `kv_load`.
 const LOAD_CHUNK: u64 = 500;
@@ -154,7 +154,7 @@ fn kv_put(backend: KvBackend, key_bytes: ByteBuf, value: ByteBuf) -> Result<Cost
     require_controller()?;
     let k = key(&key_bytes)?;
     with_store(backend, true, |s| s.expect("created").put(&k, &value))?;
-    Ok(Cost::now())
+    Ok(cost_now())
 }
 
 /// The value under the 32-byte `key` in `backend`, if any.

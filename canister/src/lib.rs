@@ -92,19 +92,11 @@ impl From<stablebench::Error> for Error {
     }
 }
 
-/// What a write that has no rows to report cost.
-#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cost {
-    /// Instructions the call had executed when it replied (the IC performance counter: decoding
-    /// the argument included, encoding the reply and the per-message fee not).
-    pub instructions: u64,
-}
+pub use stablebench_grid::api::{ActivePragma, Cost, Stats};
 
-impl Cost {
-    /// The instructions this message has executed so far.
-    pub fn now() -> Cost {
-        Cost { instructions: limits::instructions() }
-    }
+/// The instructions this message has executed so far, as a [`Cost`] reply.
+pub fn cost_now() -> Cost {
+    Cost { instructions: limits::instructions() }
 }
 
 /// Install and upgrade argument: `dfx deploy --argument '(opt record { profile = opt "reference" })'`.
@@ -146,44 +138,6 @@ pub struct ProfileInfo {
     pub source: String,
     /// Settings in application order.
     pub pragmas: Vec<PragmaSetting>,
-}
-
-/// A pragma's current value as SQLite reports it.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
-pub struct ActivePragma {
-    /// Pragma name.
-    pub name: String,
-    /// Current value (SQLite's spelling: `persist`, `1`, ...).
-    pub value: String,
-}
-
-/// Sizes and settings of the database.
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]
-pub struct Stats {
-    /// Whether `create_schema` has run.
-    pub schema: bool,
-    /// Rows in `users`.
-    pub users: u64,
-    /// Rows in `orders`.
-    pub orders: u64,
-    /// Secondary indexes present.
-    pub indexes: Vec<String>,
-    /// SQLite page size, bytes.
-    pub page_size: u64,
-    /// Pages in the database file.
-    pub page_count: u64,
-    /// Unused pages in the file.
-    pub freelist_count: u64,
-    /// `page_size * page_count`.
-    pub database_bytes: u64,
-    /// Stable memory the canister has grown to, bytes.
-    pub stable_memory_bytes: u64,
-    /// Wasm heap size, bytes (includes SQLite's page cache).
-    pub heap_bytes: u64,
-    /// Name of the active pragma profile.
-    pub profile: String,
-    /// Current values of the reported pragmas.
-    pub pragmas: Vec<ActivePragma>,
 }
 
 /// The active profile: the one saved at install or the last upgrade.
@@ -309,7 +263,7 @@ fn guarded_read<T>(
 fn create_schema() -> Result<Cost, Error> {
     require_controller()?;
     db::with_conn(schema::create_schema)?;
-    Ok(Cost::now())
+    Ok(cost_now())
 }
 
 /// Loads users `offset + 1 ..= offset + count` (`user{id}`, `user{id}@example.com`) in one

@@ -9,6 +9,7 @@
 //! ([`live`]), which the canister and the runner share.
 #![warn(missing_docs)]
 
+pub mod api;
 pub mod cells;
 pub mod ic;
 #[cfg(feature = "candid")]

@@ -20,7 +20,7 @@
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
-use candid::{CandidType, Deserialize};
+use candid::CandidType;
 
 use crate::candid_text::decode_reply;
 use crate::target::{self, call, Dfx, Offline, Target};
@@ -66,76 +66,9 @@ pub struct LoadArgs {
     pub canister: String,
 }
 
-/// What one batch of a resumable load did (`Batch` in `stablebench.did`).
-#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Batch {
-    /// Rows inserted by this call (committed).
-    pub inserted: u64,
-    /// The offset the next call continues from.
-    pub next_offset: u64,
-    /// True when every row of `offset .. offset + count` is present.
-    pub complete: bool,
-    /// Instructions the call had executed when the job finished.
-    pub instructions: u64,
-}
-
-/// Progress of `create_indexes` (`IndexProgress` in `stablebench.did`).
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct IndexProgress {
-    /// Indexes created by this call.
-    pub created: Vec<String>,
-    /// Indexes still to create.
-    pub remaining: Vec<String>,
-    /// True when all indexes exist.
-    pub complete: bool,
-    /// Instructions the call had executed when the job finished.
-    pub instructions: u64,
-}
-
-/// What `create_schema` cost (`Cost` in `stablebench.did`).
-#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cost {
-    /// Instructions the call had executed when it replied.
-    pub instructions: u64,
-}
-
-/// A pragma's current value (`ActivePragma` in `stablebench.did`).
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct ActivePragma {
-    /// Pragma name.
-    pub name: String,
-    /// Current value, as SQLite reports it.
-    pub value: String,
-}
-
-/// Sizes and settings of the database (`Stats` in `stablebench.did`).
-#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
-pub struct Stats {
-    /// Whether `create_schema` has run.
-    pub schema: bool,
-    /// Rows in `users`.
-    pub users: u64,
-    /// Rows in `orders`.
-    pub orders: u64,
-    /// Secondary indexes present.
-    pub indexes: Vec<String>,
-    /// SQLite page size, bytes.
-    pub page_size: u64,
-    /// Pages in the database file.
-    pub page_count: u64,
-    /// Unused pages in the file.
-    pub freelist_count: u64,
-    /// `page_size * page_count`.
-    pub database_bytes: u64,
-    /// Stable memory the canister has grown to, bytes.
-    pub stable_memory_bytes: u64,
-    /// Wasm heap size, bytes.
-    pub heap_bytes: u64,
-    /// Name of the active pragma profile.
-    pub profile: String,
-    /// Current values of the reported pragmas.
-    pub pragmas: Vec<ActivePragma>,
-}
+// The reply types are the canister's own (declared once in the grid, no SQLite compiled here);
+// `load_types_fit_the_production_did` checks the methods against canister/stablebench.did.
+pub use stablebench_grid::api::{ActivePragma, Batch, Cost, IndexProgress, Stats};
 
 /// The arguments of `add_users` and `add_orders`: offset, count, budget.
 type RowsArgs = (u64, u64, Option<u64>);
@@ -268,6 +201,7 @@ mod tests {
     use super::*;
     use candid::types::internal::TypeContainer;
     use candid::types::{FuncMode, Function, Type, TypeInner};
+    use candid::Deserialize;
     use candid_parser::utils::{service_compatible, CandidSource};
 
     type Reply<T> = std::result::Result<T, candid::Reserved>;

@@ -1,0 +1,98 @@
+//! Reply types of the production canister's Candid API that more than one crate needs: the
+//! library's resumable jobs return them, the canister serves them, and the runner's `load`
+//! command decodes them. Declared once here, where no SQLite is compiled; with feature `candid`
+//! they derive `CandidType`/`Deserialize`.
+
+/// What one batch of a resumable load did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Batch {
+    /// Rows inserted by this call (committed).
+    pub inserted: u64,
+    /// The offset the next call continues from.
+    pub next_offset: u64,
+    /// True when every row of `offset .. offset + count` is present.
+    pub complete: bool,
+    /// Instructions the call had executed when the job finished (the IC performance counter:
+    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
+    pub instructions: u64,
+}
+
+/// Progress of `create_indexes`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct IndexProgress {
+    /// Indexes created by this call.
+    pub created: Vec<String>,
+    /// Indexes still to create.
+    pub remaining: Vec<String>,
+    /// True when all indexes exist.
+    pub complete: bool,
+    /// Instructions the call had executed when the job finished (the IC performance counter:
+    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
+    pub instructions: u64,
+}
+
+/// What one call of `delete_orders_of_users` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Deleted {
+    /// Orders deleted by this call (committed).
+    pub deleted: u64,
+    /// Orders up to this id have been processed: pass it as `from_order_id` to continue.
+    pub next_order_id: u64,
+    /// True when every order has been processed.
+    pub complete: bool,
+    /// Instructions the call had executed when the job finished (the IC performance counter:
+    /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
+    pub instructions: u64,
+}
+
+/// What a write that has no rows to report cost.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Cost {
+    /// Instructions the call had executed when it replied (the IC performance counter: decoding
+    /// the argument included, encoding the reply and the per-message fee not).
+    pub instructions: u64,
+}
+
+/// A pragma's current value as SQLite reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct ActivePragma {
+    /// Pragma name.
+    pub name: String,
+    /// Current value (SQLite's spelling: `persist`, `1`, ...).
+    pub value: String,
+}
+
+/// Sizes and settings of the database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct Stats {
+    /// Whether `create_schema` has run.
+    pub schema: bool,
+    /// Rows in `users`.
+    pub users: u64,
+    /// Rows in `orders`.
+    pub orders: u64,
+    /// Secondary indexes present.
+    pub indexes: Vec<String>,
+    /// SQLite page size, bytes.
+    pub page_size: u64,
+    /// Pages in the database file.
+    pub page_count: u64,
+    /// Unused pages in the file.
+    pub freelist_count: u64,
+    /// `page_size * page_count`.
+    pub database_bytes: u64,
+    /// Stable memory the canister has grown to, bytes.
+    pub stable_memory_bytes: u64,
+    /// Wasm heap size, bytes (includes SQLite's page cache).
+    pub heap_bytes: u64,
+    /// Name of the active pragma profile.
+    pub profile: String,
+    /// Current values of the reported pragmas.
+    pub pragmas: Vec<ActivePragma>,
+}
