@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the reports from canbench_results.yml: the pragma guide's docs/results.md and its
 # heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
-# docs/kv_nodestore.svg, and the README's generated tables (results, profiles, pragmas,
-# benchmarks, grid, DbWeight, NodeStore), then measures one call per key-value backend on the
-# production wasm (runner/tests/per_call.rs: per_call_results.yml and the README's per-call table,
-# which quotes the benchmarks' numbers next to it).
+# docs/kv_nodestore.svg, the sysrepo report docs/sysrepo.md with docs/sysrepo.svg, and the
+# README's generated tables (results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
+# sysrepo), then measures one call per key-value backend on the production wasm
+# (runner/tests/per_call.rs: per_call_results.yml and the README's per-call table, which quotes the
+# benchmarks' numbers next to it).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
 #
 #   scripts/report.sh            # dated today
@@ -18,4 +19,4 @@ cargo test --locked --release --test readme >&2
 # The production wasm of these sources (cargo rebuilds only what changed), never a stale one.
 "$ROOT/scripts/build.sh" production
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"

@@ -21,6 +21,7 @@ pub mod pragma;
 pub mod query;
 pub mod report;
 pub mod schema;
+pub mod sysrepo;
 pub mod workload;
 
 pub use error::{Error, Result};

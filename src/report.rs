@@ -10,6 +10,8 @@ pub mod chart;
 pub mod kv;
 #[cfg(feature = "report")]
 pub mod results;
+#[cfg(feature = "report")]
+pub mod sysrepo;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -73,8 +75,10 @@ pub fn grid_table() -> String {
         }
         out.join(", ")
     };
-    // The users/orders steps: one row for the nine, with the profile count.
+    // The users/orders steps: one row for the nine, with the profile count; sysrepo: one row for
+    // its tests.
     let (uo, kv): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, v)| v[0].workload() == Workload::UsersOrders);
+    let (sysrepo, kv): (Vec<_>, Vec<_>) = kv.into_iter().partition(|(_, v)| v[0].workload() == Workload::Sysrepo);
     if !uo.is_empty() {
         let cells: Vec<&Cell> = uo.iter().flat_map(|(_, v)| v.iter()).collect();
         let backends = uniq(cells.iter().map(|c| format!("`{}`", c.backend.name())).collect());
@@ -99,6 +103,19 @@ pub fn grid_table() -> String {
             "| {key} | {backends} | {sizes} | {} | {} |",
             if settings.is_empty() { "-" } else { &settings },
             v.len()
+        );
+    }
+    if !sysrepo.is_empty() {
+        let cells: Vec<&Cell> = sysrepo.iter().flat_map(|(_, v)| v.iter()).collect();
+        let backends = uniq(cells.iter().map(|c| format!("`{}`", c.backend.name())).collect());
+        let sizes = uniq(cells.iter().map(|c| size_label(c.size)).collect());
+        let settings = uniq(cells.iter().filter_map(|c| c.profile.map(|p| format!("`{}` (SQLite)", p.name))).collect());
+        let fresh = sysrepo.iter().filter(|(k, _)| k.ends_with("_fresh`")).count();
+        let _ = writeln!(
+            t,
+            "| sysrepo | the {} datastore tests (`sysrepo_<test>`), {fresh} also `_fresh` | {backends} | {sizes} | {settings} | {} |",
+            sysrepo.len() - fresh,
+            cells.len()
         );
     }
     let _ = writeln!(t, "| **all** | | | | | **{}** |", all.len());

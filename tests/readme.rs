@@ -1,5 +1,6 @@
 //! The README's pragma, benchmark, results, DbWeight and NodeStore tables, docs/results.{md,svg}
-//! and docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg) are generated from
+//! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg) and docs/sysrepo.{md,svg}
+//! are generated from
 //! what they describe (the code, and canbench_results.yml);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
@@ -9,7 +10,7 @@ use std::collections::BTreeMap;
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
 use stablebench::report::results::Results;
-use stablebench::report::{self, kv, Measured};
+use stablebench::report::{self, kv, sysrepo, Measured};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -37,6 +38,8 @@ const RESULTS_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.svg
 const KV_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv.md");
 const KV_TRIE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_trie.svg");
 const KV_NODESTORE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_nodestore.svg");
+const SYSREPO_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.md");
+const SYSREPO_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.svg");
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
@@ -85,6 +88,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let results = results();
     let rep = report::generate(&measured(&results), command, &date);
     let kv = kv::generate(&results, &nodestore_hits, command, &date);
+    let sysrepo = sysrepo::generate(&results, command, &date);
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -94,12 +98,15 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "dbweight-table", &kv.readme_dbweight);
     let want = splice(&want, "nodestore-summary", &kv.readme_nodestore);
     let want = splice(&want, "kv-patterns", &kv.patterns);
+    let want = splice(&want, "sysrepo-summary", &sysrepo.readme);
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),
         (KV_MD, &kv.markdown),
         (KV_TRIE_SVG, &kv.trie_svg),
         (KV_NODESTORE_SVG, &kv.nodestore_svg),
+        (SYSREPO_MD, &sysrepo.markdown),
+        (SYSREPO_SVG, &sysrepo.svg),
     ];
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
         std::fs::write(README, &want).unwrap();

@@ -13,6 +13,10 @@
 //!   scope `setup` the data-set load (not part of `total`);
 //! - trie upgrade (heap map): the map written whole to stable memory and read back, as scopes
 //!   `save` and `load`;
+//! - sysrepo: the test's setup on empty stores, then its tries, of which only the timed parts are
+//!   counted (`total` is their sum, `calls` the number of tries, so instructions per call is
+//!   sysrepo's mean per try; heap and stable growth cover the setup too), then the check of every
+//!   read and of the final datastore against the model;
 //! - NodeStore: the six phases (plus the intended 50/50) as scopes in `bench_fn`, `total` their
 //!   sum (each phase's objects are made before it and its fetches checked after it, outside the
 //!   scopes), then the hit counts against the model.
@@ -31,6 +35,10 @@ use stablebench::kv::sqlite::{self, Layout, SqliteKv};
 use stablebench::kv::stable::StableKv;
 use stablebench::kv::{nodestore, trie, KvStore, Probe};
 use stablebench::query::Rows;
+use stablebench::sysrepo::blob::BlobStore;
+use stablebench::sysrepo::sqlite::SqliteStore;
+use stablebench::sysrepo::stable::StableStore;
+use stablebench::sysrepo::{self, TRIES};
 use stablebench_grid::cells::{self, Backend, Cache, Cell, Op};
 use stablebench_grid::ic::memory_ids;
 use stablebench_grid::live::Oracle;
@@ -74,6 +82,7 @@ pub fn run(name: &str) -> BenchResult {
             measure_trie_upgrade(&cell, &heap)
         }
         Op::NodeStore => with_fresh_store(name, &cell, |store| measure_nodestore(&cell, store)),
+        Op::Sysrepo { .. } => measure_sysrepo(&cell),
     }
     .unwrap_or_else(|e| fail(name, "run", e));
     match oracle {
@@ -159,6 +168,7 @@ fn with_fresh_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) ->
         }
         Backend::StableBTreeMap => f(&mut StableKv::init(db::memory(memory_ids::STABLE_BTREEMAP))),
         Backend::HeapBTreeMap => f(&mut HeapKv::default()),
+        Backend::Blob => fail(name, "open", "blob is a sysrepo store, not a key-value backend"),
     }
 }
 
@@ -252,4 +262,51 @@ fn measure_nodestore(cell: &Cell, store: &mut dyn KvStore) -> Measured {
         Err(format!("got {run:?}, expected {expected:?}"))
     };
     Ok((result, verdict(checked)))
+}
+
+/// sysrepo's test of the cell on its backend, new and empty (see the module documentation).
+pub fn measure_sysrepo(cell: &Cell) -> Measured {
+    let Op::Sysrepo { test, fresh } = cell.op else {
+        return Err(format!("{} is not a sysrepo cell", cell.name()));
+    };
+    let n = u32::try_from(cell.size).map_err(|_| format!("size {} does not fit sysrepo's uint32 keys", cell.size))?;
+    let (heap0, stable0) = pages();
+    let samples = match cell.backend {
+        Backend::Blob => {
+            let running = db::memory(memory_ids::SYSREPO_BLOB_RUNNING);
+            let operational = db::memory(memory_ids::SYSREPO_BLOB_OPERATIONAL);
+            let mut store = BlobStore::new(running, operational).map_err(|e| e.to_string())?;
+            sysrepo::run(test, &mut store, n, TRIES, fresh, &Counter)
+        }
+        Backend::StableBTreeMap => {
+            let mut store = StableStore::new(memory_ids::SYSREPO_MAPS.map(db::memory));
+            sysrepo::run(test, &mut store, n, TRIES, fresh, &Counter)
+        }
+        Backend::Sqlite => {
+            let profile = cell.profile.ok_or("SQLite cells have a profile")?;
+            db::reopen(&profile).map_err(|e| format!("open: {e}"))?;
+            db::with_conn(|conn| {
+                sysrepo::sqlite::create(conn)?;
+                sysrepo::run(test, &mut SqliteStore::new(conn), n, TRIES, fresh, &Counter)
+            })
+        }
+        b => return Err(format!("{} has no sysrepo store", b.name())),
+    };
+    let (heap1, stable1) = pages();
+    match samples {
+        Ok(samples) => {
+            let total = Measurement {
+                calls: samples.len() as u64,
+                instructions: samples.iter().sum(),
+                heap_increase: heap1 - heap0,
+                stable_memory_increase: stable1 - stable0,
+            };
+            let checked = format!("{} tries; every read and the final datastore as the model has them", samples.len());
+            Ok((BenchResult { total, scopes: BTreeMap::new() }, Oracle::Pass(checked)))
+        }
+        Err(stablebench::Error::WrongResult(why)) => {
+            Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why)))
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }

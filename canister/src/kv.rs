@@ -52,13 +52,17 @@ pub enum KvBackend {
     HeapBTreeMap,
 }
 
-impl From<Backend> for KvBackend {
-    fn from(b: Backend) -> KvBackend {
+impl TryFrom<Backend> for KvBackend {
+    type Error = Error;
+    fn try_from(b: Backend) -> Result<KvBackend, Error> {
         match b {
-            Backend::Sqlite => KvBackend::Sqlite,
-            Backend::SqliteRowid => KvBackend::SqliteRowid,
-            Backend::StableBTreeMap => KvBackend::StableBTreeMap,
-            Backend::HeapBTreeMap => KvBackend::HeapBTreeMap,
+            Backend::Sqlite => Ok(KvBackend::Sqlite),
+            Backend::SqliteRowid => Ok(KvBackend::SqliteRowid),
+            Backend::StableBTreeMap => Ok(KvBackend::StableBTreeMap),
+            Backend::HeapBTreeMap => Ok(KvBackend::HeapBTreeMap),
+            Backend::Blob => {
+                Err(Error::InvalidArgument { message: "blob is a sysrepo store, not a key-value backend".to_string() })
+            }
         }
     }
 }

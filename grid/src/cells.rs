@@ -11,6 +11,7 @@
 //! backends only). Renaming one is a results diff a reviewer sees.
 
 use crate::profiles::{self, Profile, PROFILES};
+use crate::sysrepo::{self, Test};
 use crate::users_orders::{Bench, BENCHES};
 
 /// A storage backend of the key-value workloads.
@@ -25,11 +26,18 @@ pub enum Backend {
     /// `std::collections::BTreeMap` in the heap, written whole to stable memory before an
     /// upgrade and read back after it.
     HeapBTreeMap,
+    /// The whole datastore as one JSON document in stable memory, parsed on every load and
+    /// written whole on every change (sysrepo's "JSON DS file" plugin; sysrepo cells only).
+    Blob,
 }
 
 /// Every key-value backend, in report order (the baseline, `stable_btreemap`, first).
 pub const BACKENDS: [Backend; 4] =
     [Backend::StableBTreeMap, Backend::HeapBTreeMap, Backend::Sqlite, Backend::SqliteRowid];
+
+/// The sysrepo workload's backends ("plugins"), in report order (the baseline, `blob`, first):
+/// the whole datastore against two stores of diffs.
+pub const SYSREPO_BACKENDS: [Backend; 3] = [Backend::Blob, Backend::Sqlite, Backend::StableBTreeMap];
 
 impl Backend {
     /// The name used in benchmark names and reports.
@@ -39,6 +47,7 @@ impl Backend {
             Backend::SqliteRowid => "sqlite_rowid",
             Backend::StableBTreeMap => "stable_btreemap",
             Backend::HeapBTreeMap => "heap_btreemap",
+            Backend::Blob => "blob",
         }
     }
 
@@ -56,6 +65,7 @@ impl Backend {
             Backend::HeapBTreeMap => {
                 "std BTreeMap in the heap, written whole to stable memory in pre_upgrade, read back in post_upgrade"
             }
+            Backend::Blob => "the whole datastore as one JSON document in stable memory, parsed and written whole",
         }
     }
 }
@@ -94,6 +104,15 @@ pub enum Op {
     /// rippled's NodeStore timing test: its six phases on one store, plus the intended 50/50
     /// fetch, each a `bench_scope`.
     NodeStore,
+    /// One of sysrepo's 22 datastore tests: `sysrepo::TRIES` tries after one setup as `sr_perf`
+    /// runs them, or (`fresh`, for the tests whose quirk hides the cost after try 1) with the
+    /// setup repeated before every try.
+    Sysrepo {
+        /// The test.
+        test: Test,
+        /// Whether the setup runs before every try.
+        fresh: bool,
+    },
 }
 
 /// Which seed system a cell comes from.
@@ -105,6 +124,8 @@ pub enum Workload {
     Trie,
     /// rippled's NodeStoreTiming test.
     NodeStore,
+    /// sysrepo's datastore-plugin performance test.
+    Sysrepo,
 }
 
 impl Workload {
@@ -114,6 +135,7 @@ impl Workload {
             Workload::UsersOrders => "users_orders",
             Workload::Trie => "trie",
             Workload::NodeStore => "nodestore",
+            Workload::Sysrepo => "sysrepo",
         }
     }
 }
@@ -161,6 +183,7 @@ impl Cell {
             Op::UsersOrders(_) => Workload::UsersOrders,
             Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => Workload::Trie,
             Op::NodeStore => Workload::NodeStore,
+            Op::Sysrepo { .. } => Workload::Sysrepo,
         }
     }
 
@@ -179,6 +202,13 @@ impl Cell {
             Op::TrieWrite(c) => format!("{}_trie_write_{}_{}", self.backend.name(), size_label(self.size), c.name()),
             Op::TrieUpgrade => format!("{}_trie_upgrade_{}", self.backend.name(), size_label(self.size)),
             Op::NodeStore => format!("{}_nodestore_{}", self.backend.name(), size_label(self.size)),
+            Op::Sysrepo { test, fresh } => format!(
+                "{}_sysrepo_{}_{}{}",
+                self.backend.name(),
+                test.name(),
+                size_label(self.size),
+                if fresh { "_fresh" } else { "" }
+            ),
         };
         match self.profile {
             Some(p) => format!("{base}_{}", p.name),
@@ -194,6 +224,7 @@ impl Cell {
             Op::TrieWrite(c) => format!("trie_write_{}", c.name()),
             Op::TrieUpgrade => "trie_upgrade".to_string(),
             Op::NodeStore => "nodestore".to_string(),
+            Op::Sysrepo { test, fresh } => format!("sysrepo_{}{}", test.name(), if fresh { "_fresh" } else { "" }),
         }
     }
 
@@ -215,7 +246,7 @@ impl Cell {
                 matches!(b, Bench::SelectJoin | Bench::SelectLike | Bench::DeleteOrders100kRollback)
             }
             Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => true,
-            Op::NodeStore => false,
+            Op::NodeStore | Op::Sysrepo { .. } => false,
         }
     }
 
@@ -228,13 +259,14 @@ impl Cell {
     /// Whether the measured step is what one production message would do (and so must fit its
     /// limit), rather than a bulk setup only canbench runs in one go.
     pub const fn is_one_message(&self) -> bool {
-        matches!(self.op, Op::TrieRead(_) | Op::TrieWrite(_))
+        matches!(self.op, Op::TrieRead(_) | Op::TrieWrite(_) | Op::Sysrepo { .. })
     }
 }
 
 /// Every cell of the grid, in the order canbench runs them: the users/orders steps under every
 /// profile (profile by profile), then the trie workload (backend by backend, size by size), then
-/// NodeStore.
+/// NodeStore, then sysrepo (backend by backend, size by size, the tests in the document's order,
+/// each quirky test followed by its fresh variant).
 pub fn cells() -> Vec<Cell> {
     let mut out = Vec::new();
     for p in PROFILES {
@@ -266,6 +298,17 @@ pub fn cells() -> Vec<Cell> {
         let profile = backend.is_sqlite().then_some(KV_PROFILE);
         for size in NODESTORE_SIZES {
             out.push(Cell { op: Op::NodeStore, size, backend, profile });
+        }
+    }
+    for backend in SYSREPO_BACKENDS {
+        let profile = backend.is_sqlite().then_some(KV_PROFILE);
+        for size in sysrepo::SIZES {
+            for test in sysrepo::TESTS.into_iter().filter(|t| t.runs_at(size)) {
+                out.push(Cell { op: Op::Sysrepo { test, fresh: false }, size, backend, profile });
+                if test.has_quirk() {
+                    out.push(Cell { op: Op::Sysrepo { test, fresh: true }, size, backend, profile });
+                }
+            }
         }
     }
     out
@@ -301,10 +344,23 @@ mod tests {
         assert_eq!(
             names
                 .iter()
-                .filter(|n| n.starts_with("sqlite_") && !n.contains("_trie_") && !n.contains("_nodestore_"))
+                .filter(|n| {
+                    n.starts_with("sqlite_")
+                        && !n.contains("_trie_")
+                        && !n.contains("_nodestore_")
+                        && !n.contains("_sysrepo_")
+                })
                 .count(),
             179
         );
+    }
+
+    #[test]
+    fn sysrepo_has_every_test_at_every_size_on_every_backend() {
+        let sysrepo: Vec<Cell> = cells().into_iter().filter(|c| c.workload() == Workload::Sysrepo).collect();
+        // 22 tests and 8 fresh variants per backend and size, less "many oper change_subs" at 100k.
+        assert_eq!(sysrepo.len(), 3 * (30 + 30 + 29));
+        assert!(sysrepo.iter().all(|c| c.backend.is_sqlite() == c.profile.is_some()));
     }
 
     #[test]
@@ -314,6 +370,20 @@ mod tests {
         assert_eq!(c.name(), "sqlite_trie_read_200k_cold_journal_memory_temp_file");
         let c = Cell { op: Op::NodeStore, size: 10_000, backend: Backend::StableBTreeMap, profile: None };
         assert_eq!(c.name(), "stable_btreemap_nodestore_10k");
+        let c = Cell {
+            op: Op::Sysrepo { test: Test::RemoveAllItemsCached, fresh: true },
+            size: 100_000,
+            backend: Backend::Sqlite,
+            profile: Some(KV_PROFILE),
+        };
+        assert_eq!(c.name(), "sqlite_sysrepo_remove_all_items_cached_100k_fresh_journal_memory_temp_file");
+        let c = Cell {
+            op: Op::Sysrepo { test: Test::GetTree, fresh: false },
+            size: 1_000,
+            backend: Backend::Blob,
+            profile: None,
+        };
+        assert_eq!(c.name(), "blob_sysrepo_get_tree_1k");
         assert_eq!(size_label(200), "200");
         assert_eq!(size_label(1_000_000), "1m");
     }

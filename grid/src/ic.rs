@@ -190,6 +190,13 @@ pub mod memory_ids {
     pub const MEMORY_LIMIT: u8 = 96;
     /// The first id ic-rusqlite uses.
     pub const IC_RUSQLITE_FIRST: u8 = 101;
+    /// sysrepo's whole-datastore store: the running datastore's JSON document.
+    pub const SYSREPO_BLOB_RUNNING: u8 = 95;
+    /// sysrepo's whole-datastore store: the operational datastore's JSON document.
+    pub const SYSREPO_BLOB_OPERATIONAL: u8 = 94;
+    /// sysrepo's StableBTreeMap store: `lst`, `usr-lst` and its index of the running datastore,
+    /// then the same three of the operational datastore.
+    pub const SYSREPO_MAPS: [u8; 6] = [88, 89, 90, 91, 92, 93];
 
     // Ours are distinct and below ic-rusqlite's.
     const _: () = assert!(
@@ -201,5 +208,8 @@ pub mod memory_ids {
             && HEAP_BTREEMAP_SNAPSHOT < IC_RUSQLITE_FIRST
             && BENCH_STATE < HEAP_BTREEMAP_SNAPSHOT
             && MEMORY_LIMIT < BENCH_STATE
+            && SYSREPO_BLOB_RUNNING < MEMORY_LIMIT
+            && SYSREPO_BLOB_OPERATIONAL < SYSREPO_BLOB_RUNNING
+            && SYSREPO_MAPS[5] < SYSREPO_BLOB_OPERATIONAL
     );
 }

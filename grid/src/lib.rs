@@ -15,6 +15,7 @@ pub mod ic;
 #[cfg(feature = "candid")]
 pub mod live;
 pub mod profiles;
+pub mod sysrepo;
 pub mod users_orders;
 
 /// Query keys read per iteration of the trie read benchmark (Substrate's `SAMPLE_SIZE`).

@@ -240,7 +240,7 @@ fn kv_len(c: &mut Canister, backend: KvBackend) -> u64 {
 fn every_key_value_backend_keeps_its_values_across_upgrades_and_refuses_bad_calls() {
     let mut c = install(Limits::PRODUCTION);
     let data = stablebench::kv::gen::TrieDataset::new(1_000, stablebench_grid::KV_SEED).unwrap();
-    let backends = stablebench_grid::cells::BACKENDS.map(KvBackend::from);
+    let backends = stablebench_grid::cells::BACKENDS.map(|b| KvBackend::try_from(b).expect("a key-value backend"));
     for b in backends {
         // Before any write the SQLite tables do not exist: reads answer "nothing", not an error.
         assert_eq!(kv_get(&mut c, b, &[1; 32]), Ok(None), "{b:?}");

@@ -83,6 +83,21 @@ fn heap_and_sqlite_cells_agree_within_canbench_noise() {
     }
 }
 
+/// A sysrepo cell has no setup steps: its measured call builds the data set from empty stores and
+/// runs the tries, as canbench's query does, so both ways run the same code in one message.
+#[test]
+fn sysrepo_cells_run_live_as_canbench_runs_them() {
+    for name in [
+        "blob_sysrepo_modify_an_item_1k_fresh",
+        "stable_btreemap_sysrepo_get_tree_hash_1k",
+        "sqlite_sysrepo_create_an_item_1k_journal_memory_temp_file",
+    ] {
+        let (canbench, live) = both(name);
+        let diff = canbench.abs_diff(live) as f64 / canbench as f64;
+        assert!(diff < 0.02, "{name}: canbench {canbench}, live {live}");
+    }
+}
+
 #[test]
 fn the_api_refuses_what_it_cannot_do_and_lists_the_grid() {
     let mut target = Offline::install(WASM.as_ref()).unwrap();

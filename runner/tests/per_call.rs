@@ -77,7 +77,7 @@ fn floor() -> u64 {
 }
 
 fn measure(backend: Backend) -> PerCall {
-    let kb = KvBackend::from(backend);
+    let kb = KvBackend::try_from(backend).expect("a key-value backend");
     let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
     let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
     let mut offset = 0;

@@ -8,18 +8,23 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use stablebench_grid::cells::{Backend, BACKENDS, NODESTORE_SIZES, TRIE_SIZES};
+use stablebench_grid::cells::{Backend, BACKENDS, NODESTORE_SIZES, SYSREPO_BACKENDS, TRIE_SIZES};
+use stablebench_grid::sysrepo::{Test, SIZES as SYSREPO_SIZES};
 
 use super::grouped;
 use super::kv::{op_title, op_unit, phase_per_op, w_avg_per_op, PHASES, TRIE_OPS};
 use super::results::Results;
+use super::sysrepo::mean_per_try;
 
 /// The colour of a backend's series (fixed per backend, so charts compare at a glance).
 pub fn colour(backend: Backend) -> RGBColor {
     const PALETTE: [RGBColor; 4] =
         [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
-    let i = BACKENDS.iter().position(|b| *b == backend).unwrap_or(0);
-    PALETTE[i % PALETTE.len()]
+    match BACKENDS.iter().position(|b| *b == backend) {
+        Some(i) => PALETTE[i % PALETTE.len()],
+        // The sysrepo baseline (whole datastore): grey, the colour of "the old way".
+        None => RGBColor(127, 127, 127),
+    }
 }
 
 /// Axis labels: `200`, `10k`, `1.5M`, `2B`.
@@ -98,13 +103,13 @@ enum Mark {
 
 /// One legend for all panels, in a strip under the title: a backend's colour means the same
 /// everywhere, and no panel's data hides behind a legend box.
-fn legend(strip: &Area, mark: Mark) -> Drawn {
+fn legend(strip: &Area, mark: Mark, backends: &[Backend]) -> Drawn {
     let (w, h) = strip.dim_in_pixel();
     let style = TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     let slot = 190;
-    let mut x = (w as i32 - slot * BACKENDS.len() as i32) / 2;
+    let mut x = (w as i32 - slot * backends.len() as i32) / 2;
     let y = h as i32 / 2;
-    for b in BACKENDS {
+    for &b in backends {
         let c = colour(b);
         match mark {
             Mark::Line => {
@@ -115,6 +120,48 @@ fn legend(strip: &Area, mark: Mark) -> Drawn {
         }
         strip.draw_text(b.name(), &style, (x + 36, y))?;
         x += slot;
+    }
+    Ok(())
+}
+
+/// One panel of a line chart, both axes logarithmic: a line with points per backend (a point
+/// that was not measured splits its line: a gap, not a guess), "not measured yet" without data.
+fn line_panel(
+    panel: &Area,
+    title: &str,
+    x_range: (f64, f64),
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Series<f64>],
+) -> Drawn {
+    let y_range = log_range(series.iter().flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y)), (1e3, 1e6));
+    let mut chart = ChartBuilder::on(panel)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(42)
+        .y_label_area_size(70)
+        .build_cartesian_2d((x_range.0..x_range.1).log_scale(), (y_range.0..y_range.1).log_scale())?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        // 1..9 per decade as key points, each a faint line; labels on 1-2-5 only.
+        .x_labels(40)
+        .y_labels(40)
+        .max_light_lines(0)
+        .bold_line_style(BLACK.mix(0.08))
+        .x_label_formatter(&|v| log_label(*v))
+        .y_label_formatter(&|v| log_label(*v))
+        .label_style(("sans-serif", 12))
+        .axis_desc_style(("sans-serif", 14))
+        .draw()?;
+    if series.iter().all(|(_, p)| p.iter().all(|(_, y)| y.is_none())) {
+        not_measured(panel, title)?;
+    }
+    for (backend, points) in series {
+        for run in runs(points) {
+            chart.draw_series(LineSeries::new(run, colour(*backend).stroke_width(2)).point_size(4))?;
+        }
     }
     Ok(())
 }
@@ -136,43 +183,47 @@ fn draw_trie(results: &Results, svg: &mut String) -> Drawn {
             ("sans-serif", 22),
         )?;
         let (strip, grid) = root.split_vertically(36);
-        legend(&strip, Mark::Line)?;
+        legend(&strip, Mark::Line, &BACKENDS)?;
         let x_range = log_range(TRIE_SIZES.iter().map(|s| *s as f64), (1e2, 1e6));
         for (panel, op) in grid.split_evenly((2, 2)).iter().zip(TRIE_OPS) {
             let series: Vec<Series<f64>> = BACKENDS
                 .into_iter()
                 .map(|b| (b, TRIE_SIZES.map(|s| (s as f64, w_avg_per_op(results, op, s, b))).to_vec()))
                 .collect();
-            let y_range = log_range(series.iter().flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y)), (1e3, 1e6));
-            let mut chart = ChartBuilder::on(panel)
-                .caption(op_title(op), ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(42)
-                .y_label_area_size(70)
-                .build_cartesian_2d((x_range.0..x_range.1).log_scale(), (y_range.0..y_range.1).log_scale())?;
-            chart
-                .configure_mesh()
-                .x_desc("keys in the database")
-                .y_desc(op_unit(op))
-                // 1..9 per decade as key points, each a faint line; labels on 1-2-5 only.
-                .x_labels(40)
-                .y_labels(40)
-                .max_light_lines(0)
-                .bold_line_style(BLACK.mix(0.08))
-                .x_label_formatter(&|v| log_label(*v))
-                .y_label_formatter(&|v| log_label(*v))
-                .label_style(("sans-serif", 12))
-                .axis_desc_style(("sans-serif", 14))
-                .draw()?;
-            if series.iter().all(|(_, p)| p.iter().all(|(_, y)| y.is_none())) {
-                not_measured(panel, op_title(op))?;
-            }
-            for (backend, points) in &series {
-                // A size the backend was not measured at splits its line: a gap, not a guess.
-                for run in runs(points) {
-                    chart.draw_series(LineSeries::new(run, colour(*backend).stroke_width(2)).point_size(4))?;
-                }
-            }
+            line_panel(panel, op_title(op), x_range, "keys in the database", op_unit(op), &series)?;
+        }
+        root.present()?;
+    }
+    Ok(())
+}
+
+/// `docs/sysrepo.svg`: mean instructions per try against the number of items, both axes
+/// logarithmic, one line per sysrepo backend, one panel per test of `panels` (2×2).
+pub fn sysrepo(results: &Results, panels: &[(Test, bool); 4]) -> String {
+    let mut svg = String::new();
+    draw_sysrepo(results, panels, &mut svg)
+        .expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+fn draw_sysrepo(results: &Results, panels: &[(Test, bool); 4], svg: &mut String) -> Drawn {
+    {
+        let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(
+            "sysrepo datastore tests: instructions per try against items in the datastore",
+            ("sans-serif", 22),
+        )?;
+        let (strip, grid) = root.split_vertically(36);
+        legend(&strip, Mark::Line, &SYSREPO_BACKENDS)?;
+        let x_range = log_range(SYSREPO_SIZES.iter().map(|s| *s as f64), (1e3, 1e5));
+        for (panel, &(test, fresh)) in grid.split_evenly((2, 2)).iter().zip(panels) {
+            let title = format!("{}{}", test.title(), if fresh { " (fresh)" } else { "" });
+            let series: Vec<Series<f64>> = SYSREPO_BACKENDS
+                .into_iter()
+                .map(|b| (b, SYSREPO_SIZES.map(|s| (s as f64, mean_per_try(results, test, fresh, s, b))).to_vec()))
+                .collect();
+            line_panel(panel, &title, x_range, "items in the datastore (N)", "instructions per try", &series)?;
         }
         root.present()?;
     }
@@ -194,7 +245,7 @@ fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
         let root =
             root.titled("NodeStore (rippled's timing test): instructions per operation per phase", ("sans-serif", 22))?;
         let (strip, grid) = root.split_vertically(36);
-        legend(&strip, Mark::Bar)?;
+        legend(&strip, Mark::Bar, &BACKENDS)?;
         for (panel, n) in grid.split_evenly((1, NODESTORE_SIZES.len())).iter().zip(NODESTORE_SIZES) {
             let values: Vec<(usize, usize, f64)> = PHASES
                 .iter()

@@ -264,7 +264,7 @@ pub fn generate(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: 
 mod tests {
     use std::collections::BTreeMap;
 
-    use stablebench_grid::cells::{cells, Cell, NODESTORE_SIZES};
+    use stablebench_grid::cells::{cells, Cell, Workload, NODESTORE_SIZES};
 
     use super::super::results::Record;
     use super::*;
@@ -281,7 +281,7 @@ mod tests {
     /// operation (w_avg); avg 10% above it.
     fn synthetic(skip: impl Fn(&Cell) -> bool) -> Results {
         let mut named = BTreeMap::new();
-        for c in cells().into_iter().filter(|c| !matches!(c.op, Op::UsersOrders(_))) {
+        for c in cells().into_iter().filter(|c| matches!(c.workload(), Workload::Trie | Workload::NodeStore)) {
             if skip(&c) {
                 continue;
             }
@@ -290,6 +290,7 @@ mod tests {
                 Backend::HeapBTreeMap => 1,
                 Backend::Sqlite => 6,
                 Backend::SqliteRowid => 8,
+                Backend::Blob => unreachable!("blob is a sysrepo store"),
             };
             let setup = Measurement {
                 calls: 1,
@@ -339,7 +340,7 @@ mod tests {
                         })
                         .collect(),
                 },
-                Op::UsersOrders(_) => unreachable!(),
+                Op::UsersOrders(_) | Op::Sysrepo { .. } => unreachable!(),
             };
             named.insert(c.name(), record);
         }
