@@ -5,13 +5,15 @@
 //! [`rusqlite::Connection`]: the [`schema`], ordered [`pragma`] profiles, deterministic
 //! [`generate`]d rows, the [`workload`] statements, resumable [`jobs`] that stay under a message's
 //! instruction limit, a read-only [`query`] runner, the [`oracle`] that predicts every result, and
-//! the nine [`bench`]marks.
+//! the nine [`bench`]marks. Further workloads live in their own modules: key-value storage
+//! ([`kv`]) and Chia's coin store ([`chia`]).
 //!
 //! It has no IC dependency: the canister links it against ic-rusqlite's SQLite over stable
 //! memory, and the tests run it against native SQLite (rusqlite `bundled`).
 #![warn(missing_docs)]
 
 pub mod bench;
+pub mod chia;
 mod error;
 pub mod generate;
 pub mod jobs;
