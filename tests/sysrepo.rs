@@ -5,6 +5,7 @@
 
 use ic_stable_structures::VectorMemory;
 use proptest::prelude::*;
+use proptest::test_runner::TestCaseError;
 use rusqlite::Connection;
 use stablebench::kv::NoProbe;
 use stablebench::sysrepo::blob::{self, BlobStore};
@@ -97,24 +98,78 @@ proptest! {
         check_against_model(&mut SqliteStore::new(&conn), &batches)?;
     }
 
-    /// A cached session answers as the store would, and keeps the store in step.
+    /// A cached session (both datastores cached) answers as the store would, keeps every store in
+    /// step, and skips the store when an apply changes nothing.
     #[test]
     fn a_cached_session_matches_the_model(batches in batches()) {
-        let mut store = stable_store();
-        let mut models = [Tree::default(), Tree::default()];
-        let mut session = Session::new(&mut store);
-        session.cache(Ds::Running).unwrap();
-        for (oper, edits) in &batches {
-            let ds = if *oper { Ds::Operational } else { Ds::Running };
-            let expected = models[ds.index()].apply(edits);
-            session.edit_batch(edits.clone());
-            prop_assert_eq!(session.apply_changes(ds).is_ok(), expected.is_ok());
-            for ds in Ds::ALL {
-                prop_assert_eq!(&session.get_data(ds, "/perf:cont").unwrap(), &models[ds.index()]);
-                prop_assert_eq!(&session.store().load(ds).unwrap(), &models[ds.index()]);
+        each_store_result(|name, store| {
+            let mut models = [Tree::default(), Tree::default()];
+            let mut session = Session::new(store);
+            session.cache(Ds::Running).unwrap();
+            session.cache(Ds::Operational).unwrap();
+            for (oper, edits) in &batches {
+                let ds = if *oper { Ds::Operational } else { Ds::Running };
+                let expected = models[ds.index()].apply(edits);
+                session.edit_batch(edits.clone());
+                prop_assert_eq!(session.apply_changes(ds).is_ok(), expected.is_ok(), "{}", name);
+                for ds in Ds::ALL {
+                    prop_assert_eq!(&session.get_data(ds, "/perf:cont").unwrap(), &models[ds.index()], "{}", name);
+                    prop_assert_eq!(&session.store().load(ds).unwrap(), &models[ds.index()], "{}", name);
+                }
             }
-        }
+            Ok(())
+        })?;
     }
+}
+
+/// Runs `f` on each store, new and empty, stopping at the first failure.
+fn each_store_result(
+    mut f: impl FnMut(&str, &mut dyn Store) -> Result<(), TestCaseError>,
+) -> Result<(), TestCaseError> {
+    f("blob", &mut blob_store())?;
+    f("stable_btreemap", &mut stable_store())?;
+    let conn = sqlite_conn();
+    f("sqlite", &mut SqliteStore::new(&conn))
+}
+
+/// An apply that changes nothing is not stored (sysrepo: "there is no diff, nothing to store"):
+/// an uncached blob store loads and compares but does not rewrite the document, and a cached
+/// session notifies nobody.
+#[test]
+fn an_empty_diff_stores_nothing() {
+    use ic_stable_structures::Memory;
+    let mut tree = Tree::default();
+    assert!(tree.apply(&sysrepo::lst_batch(3)).unwrap());
+    assert!(!tree.apply(&[Edit::Set { key: lst_key(1), l: "l1".into() }]).unwrap(), "the value it has");
+    assert!(!tree.apply(&[Edit::DeleteLeaf { key: lst_key(9) }]).unwrap(), "an absent item");
+    assert!(tree.apply(&[Edit::DeleteLeaf { key: lst_key(1) }]).unwrap());
+    assert!(!tree.apply(&[Edit::DeleteLeaf { key: lst_key(1) }]).unwrap(), "a leaf already gone");
+
+    let (r, o) = (VectorMemory::default(), VectorMemory::default());
+    let mut store = BlobStore::new(r.clone(), o).unwrap();
+    store.apply(Ds::Running, &sysrepo::lst_batch(3), None).unwrap();
+    // The same datastore written with spaces: a rewrite would remove them.
+    let spaced = String::from_utf8(store.read(Ds::Running)).unwrap().replace(',', ", ").into_bytes();
+    r.write(8, &spaced);
+    r.write(0, &(spaced.len() as u64).to_le_bytes());
+    let mut session = Session::new(&mut store);
+    session.set_item_str(&sysrepo::lst_xpath(1, true), "l1", false).unwrap();
+    session.apply_changes(Ds::Running).unwrap();
+    assert_eq!(store.read(Ds::Running), spaced, "a no-op apply rewrote the document");
+    let mut session = Session::new(&mut store);
+    session.set_item_str(&sysrepo::lst_xpath(1, true), "changed", false).unwrap();
+    session.apply_changes(Ds::Running).unwrap();
+    assert_ne!(store.read(Ds::Running), spaced, "a real change is written");
+
+    let mut session = Session::new(&mut store);
+    session.cache(Ds::Running).unwrap();
+    session.subscribe(Ds::Running, 1);
+    session.set_item_str(&sysrepo::lst_xpath(2, true), "l2", false).unwrap();
+    session.apply_changes(Ds::Running).unwrap();
+    assert_eq!(session.subscribers(Ds::Running)[0].changes, 0);
+    session.set_item_str(&sysrepo::lst_xpath(2, true), "new", false).unwrap();
+    session.apply_changes(Ds::Running).unwrap();
+    assert_eq!(session.subscribers(Ds::Running)[0].changes, 1);
 }
 
 #[test]

@@ -15,7 +15,8 @@
 //!   `save` and `load`;
 //! - sysrepo: the test's setup on empty stores, then its tries, of which only the timed parts are
 //!   counted (`total` is their sum, `calls` the number of tries, so instructions per call is
-//!   sysrepo's mean per try; heap and stable growth cover the setup too), then the check of every
+//!   sysrepo's mean per try; heap and stable growth cover the setup too; scope `max_try` the most
+//!   expensive try), then the check of every
 //!   read and of the final datastore against the model;
 //! - NodeStore: the six phases (plus the intended 50/50) as scopes in `bench_fn`, `total` their
 //!   sum (each phase's objects are made before it and its fetches checked after it, outside the
@@ -302,7 +303,13 @@ pub fn measure_sysrepo(cell: &Cell) -> Measured {
                 stable_memory_increase: stable1 - stable0,
             };
             let checked = format!("{} tries; every read and the final datastore as the model has them", samples.len());
-            Ok((BenchResult { total, scopes: BTreeMap::new() }, Oracle::Pass(checked)))
+            let max_try = Measurement {
+                calls: 1,
+                instructions: samples.iter().copied().max().unwrap_or(0),
+                ..Measurement::default()
+            };
+            let scopes = BTreeMap::from([(sysrepo::MAX_TRY_SCOPE.to_string(), max_try)]);
+            Ok((BenchResult { total, scopes }, Oracle::Pass(checked)))
         }
         Err(stablebench::Error::WrongResult(why)) => {
             Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why)))

@@ -269,6 +269,17 @@ fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
     let measured: Measured = match cell.op {
         Op::UsersOrders(b) => benches::measure_users_orders(b),
         Op::TrieUpgrade => kv::with_heap(|heap| benches::measure_trie_upgrade(cell, heap)),
+        Op::Sysrepo { .. } if cell.size > stablebench::sysrepo::LIVE_MAX_SIZE => {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "{}: sysrepo cells run live at {} items only (setup and {} tries are one update call, which at \
+                     this size can exceed the 40 B instruction limit); canbench runs every size",
+                    cell.name(),
+                    stablebench::sysrepo::LIVE_MAX_SIZE,
+                    stablebench::sysrepo::TRIES
+                ),
+            })
+        }
         Op::Sysrepo { .. } => benches::measure_sysrepo(cell),
         _ => kv::with_store(cell.backend.try_into()?, true, |store| {
             Ok(benches::measure_kv(cell, store.expect("with_store creates the store")))

@@ -115,6 +115,12 @@ fn the_api_refuses_what_it_cannot_do_and_lists_the_grid() {
     live::run(&mut target, name, false).unwrap();
     let e = live::run(&mut target, name, false).unwrap_err().to_string();
     assert!(e.contains("used the setup up"), "{e}");
+    // A sysrepo cell above 1,000 items: its setup and ten tries would be one update call, which can
+    // exceed 40 B instructions; refused with the reason.
+    let name = "stable_btreemap_sysrepo_create_batch_10k";
+    live::setup(&mut target, name, None).unwrap();
+    let e = live::run(&mut target, name, false).unwrap_err().to_string();
+    assert!(e.contains("InvalidArgument") && e.contains("at 1000 items only"), "{e}");
     // A repeatable one runs again, and survives an upgrade (the setup is kept in stable memory).
     let name = "heap_btreemap_trie_read_1k_warm";
     live::setup(&mut target, name, None).unwrap();

@@ -150,8 +150,11 @@ impl<M: Memory> Store for BlobStore<M> {
             Some(tree) => self.write(ds, &to_json(tree, ds)),
             None => {
                 let mut tree = self.load(ds)?;
-                tree.apply(edits)?;
-                self.write(ds, &to_json(&tree, ds))
+                match tree.apply(edits)? {
+                    // An empty diff: sysrepo stores nothing.
+                    false => Ok(()),
+                    true => self.write(ds, &to_json(&tree, ds)),
+                }
             }
         }
     }
