@@ -30,10 +30,11 @@ fn sqlite_conn() -> Connection {
 
 /// Runs `f` on each store, new and empty.
 fn each_store(mut f: impl FnMut(&str, &mut dyn Store)) {
-    f("blob", &mut blob_store());
-    f("stable_btreemap", &mut stable_store());
-    let conn = sqlite_conn();
-    f("sqlite", &mut SqliteStore::new(&conn));
+    each_store_result(|name, store| {
+        f(name, store);
+        Ok(())
+    })
+    .expect("f does not fail");
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
