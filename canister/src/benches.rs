@@ -17,6 +17,10 @@
 //!   counted (`total` is their sum, `calls` the number of tries, so instructions per call is
 //!   sysrepo's mean per try; heap and stable growth cover the setup too), then the check of every
 //!   read and of the final datastore against the model;
+//! - Chia: a synthetic chain replayed into the schema, new and empty (`total`; a scope per 10,000
+//!   created coins, `chunk_01`, ...), then the reads and a rewind as scopes (`lookup_existing`,
+//!   `lookup_missing`, `block_reads`, `rewind`, not part of `total`), every answer checked against
+//!   the model fed the same blocks;
 //! - NodeStore: the six phases (plus the intended 50/50) as scopes in `bench_fn`, `total` their
 //!   sum (each phase's objects are made before it and its fetches checked after it, outside the
 //!   scopes), then the hit counts against the model.
@@ -29,6 +33,7 @@ use std::collections::BTreeMap;
 
 use canbench_rs::{bench, bench_fn, bench_scope, BenchResult, Measurement};
 use stablebench::bench::{Bench, BenchRun, Output, Sizes};
+use stablebench::chia::{self, ChainSpec};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::heap::HeapKv;
 use stablebench::kv::sqlite::{self, Layout, SqliteKv};
@@ -83,6 +88,7 @@ pub fn run(name: &str) -> BenchResult {
         }
         Op::NodeStore => with_fresh_store(name, &cell, |store| measure_nodestore(&cell, store)),
         Op::Sysrepo { .. } => measure_sysrepo(&cell),
+        Op::Chia(_) => measure_chia(&cell),
     }
     .unwrap_or_else(|e| fail(name, "run", e));
     match oracle {
@@ -309,4 +315,75 @@ pub fn measure_sysrepo(cell: &Cell) -> Measured {
         }
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Chia's coin-store benchmark on the cell's schema (see the module documentation).
+pub fn measure_chia(cell: &Cell) -> Measured {
+    use stablebench_grid::chia::{Schema, SEED};
+    let Op::Chia(schema) = cell.op else {
+        return Err(format!("{} is not a Chia cell", cell.name()));
+    };
+    let spec = ChainSpec { coins: cell.size, seed: SEED };
+    let memory = db::memory;
+    let (heap0, stable0) = pages();
+    let run = if schema.uses_sqlite() {
+        let profile = cell.profile.ok_or("SQLite cells have a profile")?;
+        db::reopen(&profile).map_err(|e| format!("open: {e}"))?;
+        db::with_conn(|conn| match schema {
+            Schema::V2 => {
+                chia::v2::create(conn)?;
+                chia::bench::run(&mut chia::v2::V2::new(conn), spec, &Counter)
+            }
+            Schema::V3 => {
+                chia::v3::create(conn)?;
+                chia::bench::run(&mut chia::v3::open(conn), spec, &Counter)
+            }
+            Schema::Kv => {
+                chia::kv::create(conn)?;
+                let mut s = chia::kv::open(conn, memory(memory_ids::CHIA_LOOKUP_MAP), memory(memory_ids::CHIA_NAMES))?;
+                chia::bench::run(&mut s, spec, &Counter)
+            }
+            Schema::Runs => {
+                chia::runs::create(conn)?;
+                let mut s = chia::runs::open(conn, memory(memory_ids::CHIA_RUNS), memory(memory_ids::CHIA_NAMES))?;
+                chia::bench::run(&mut s, spec, &Counter)
+            }
+            Schema::BtreeAll => unreachable!("btree_all keeps no coin in SQLite"),
+        })
+    } else {
+        let mut s = chia::btree_all::BtreeAll::init(memory(memory_ids::CHIA_COINS), memory(memory_ids::CHIA_BLOCKS));
+        chia::bench::run(&mut s, spec, &Counter)
+    };
+    let (heap1, stable1) = pages();
+    let run = match run {
+        Ok(run) => run,
+        Err(stablebench::Error::WrongResult(why)) => {
+            return Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why)))
+        }
+        Err(e) => return Err(e.to_string()),
+    };
+    let one = |instructions| Measurement { calls: 1, instructions, ..Measurement::default() };
+    let mut scopes: BTreeMap<String, Measurement> = run
+        .replay
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("chunk_{:02}", i + 1), one(c.instructions)))
+        .collect();
+    scopes.insert("lookup_existing".into(), one(run.lookup_existing));
+    scopes.insert("lookup_missing".into(), one(run.lookup_missing));
+    scopes.insert("block_reads".into(), one(run.block_reads));
+    scopes.insert("rewind".into(), one(run.rewind));
+    let total = Measurement {
+        calls: 1,
+        instructions: run.replay.instructions,
+        heap_increase: heap1 - heap0,
+        stable_memory_increase: stable1 - stable0,
+    };
+    let checked = format!(
+        "{} blocks, {} coins, {} spends; lookups, block reads and the rewind as the model has them",
+        run.replay.blocks, run.replay.coins, run.replay.spends
+    );
+    ic_cdk::api::debug_print(format!("stablebench: chia_spends={}", run.replay.spends));
+    Ok((BenchResult { total, scopes }, Oracle::Pass(checked)))
 }

@@ -116,7 +116,7 @@ fn steps(cell: &Cell) -> Vec<Step> {
         Op::UsersOrders(b) => steps.extend(b.setup_steps().iter().map(|&s| Step::UsersOrders(s))),
         Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => steps.push(Step::KvLoad),
         // A sysrepo test builds its own setup from empty stores in the measured call.
-        Op::NodeStore | Op::Sysrepo { .. } => {}
+        Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => {}
     }
     steps
 }
@@ -270,6 +270,13 @@ fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
         Op::UsersOrders(b) => benches::measure_users_orders(b),
         Op::TrieUpgrade => kv::with_heap(|heap| benches::measure_trie_upgrade(cell, heap)),
         Op::Sysrepo { .. } => benches::measure_sysrepo(cell),
+        // The schemas reopen what their stable memories hold; a live canister's memories keep the
+        // previous run's coins, so only canbench's fresh canister gives a clean replay.
+        Op::Chia(_) => {
+            return Err(Error::InvalidArgument {
+                message: format!("{}: Chia cells run under canbench only (a fresh canister per replay)", cell.name()),
+            })
+        }
         _ => kv::with_store(cell.backend.try_into()?, true, |store| {
             Ok(benches::measure_kv(cell, store.expect("with_store creates the store")))
         })?,
