@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Regenerates the reports from canbench_results.yml: the pragma guide's docs/results.md and its
 # heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
-# docs/kv_nodestore.svg, the sysrepo report docs/sysrepo.md with docs/sysrepo.svg, and the
+# docs/kv_nodestore.svg, the sysrepo report docs/sysrepo.md with docs/sysrepo.svg, the Chia report
+# docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark
+# wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), and the
 # README's generated tables (results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
-# sysrepo), then measures one call per key-value backend on the production wasm
+# sysrepo, Chia), then measures one call per key-value backend on the production wasm
 # (runner/tests/per_call.rs: per_call_results.yml and the README's per-call table, which quotes the
 # benchmarks' numbers next to it).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
@@ -15,8 +17,11 @@ source "$(dirname "$0")/lib.sh"
 ensure_rust
 export STABLEBENCH_REGENERATE_README=1
 export STABLEBENCH_RESULTS_DATE=${STABLEBENCH_RESULTS_DATE:-$(date -u +%F)}
+# The benchmark wasm of these sources, for the Chia replays in messages the Chia report quotes.
+"$ROOT/scripts/build.sh" bench
+STABLEBENCH_REGENERATE_CHIA_PAGES=1 cargo test --locked --release -p stablebench-runner --test chia_pages >&2
 cargo test --locked --release --test readme >&2
 # The production wasm of these sources (cargo rebuilds only what changed), never a stale one.
 "$ROOT/scripts/build.sh" production
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"

@@ -7,6 +7,8 @@
 #[cfg(feature = "report")]
 pub mod chart;
 #[cfg(feature = "report")]
+pub mod chia;
+#[cfg(feature = "report")]
 pub mod kv;
 #[cfg(feature = "report")]
 pub mod results;

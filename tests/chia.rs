@@ -665,3 +665,38 @@ proptest! {
         same(&mut model, &mut schemas, "after re-applying", &names, &indices)?;
     }
 }
+
+/// The benchmark's run (replay, lookups, block reads, rewind), as the canister runs it, on every
+/// schema: every answer as the model's, the chunks adding up to the replay.
+#[test]
+fn the_benchmark_run_passes_on_every_schema() {
+    use stablebench::chia::bench;
+    let spec = ChainSpec { coins: 25_000, seed: 7 };
+    let check = |name: &str, run: stablebench::Result<bench::ChiaRun>| {
+        let run = run.unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(run.replay.coins, run.replay.chunks.iter().map(|c| c.coins).sum::<u64>(), "{name}");
+        assert!(run.replay.chunks.len() >= 2, "{name}: {} chunks", run.replay.chunks.len());
+    };
+    let conn = Connection::open_in_memory().unwrap();
+    v2::create(&conn).unwrap();
+    check("v2", bench::run(&mut v2::V2::new(&conn), spec, &NoProbe));
+    let conn = Connection::open_in_memory().unwrap();
+    v3::create(&conn).unwrap();
+    check("v3", bench::run(&mut v3::open(&conn), spec, &NoProbe));
+    let conn = Connection::open_in_memory().unwrap();
+    kv::create(&conn).unwrap();
+    check(
+        "kv",
+        bench::run(&mut kv::open(&conn, VectorMemory::default(), VectorMemory::default()).unwrap(), spec, &NoProbe),
+    );
+    let conn = Connection::open_in_memory().unwrap();
+    runs::create(&conn).unwrap();
+    check(
+        "runs",
+        bench::run(&mut runs::open(&conn, VectorMemory::default(), VectorMemory::default()).unwrap(), spec, &NoProbe),
+    );
+    check(
+        "btree_all",
+        bench::run(&mut BtreeAll::init(VectorMemory::default(), VectorMemory::default()), spec, &NoProbe),
+    );
+}

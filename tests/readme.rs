@@ -1,7 +1,7 @@
 //! The README's pragma, benchmark, results, DbWeight and NodeStore tables, docs/results.{md,svg}
-//! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg) and docs/sysrepo.{md,svg}
-//! are generated from
-//! what they describe (the code, and canbench_results.yml);
+//! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
+//! and docs/chia.{md,svg} are generated from
+//! what they describe (the code, canbench_results.yml and chia_pages_results.yml);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
 
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
 use stablebench::report::results::Results;
-use stablebench::report::{self, kv, sysrepo, Measured};
+use stablebench::report::{self, chia, kv, sysrepo, Measured};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -40,6 +40,9 @@ const KV_TRIE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_trie.svg
 const KV_NODESTORE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_nodestore.svg");
 const SYSREPO_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.md");
 const SYSREPO_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.svg");
+const CHIA_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.md");
+const CHIA_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.svg");
+const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/chia_pages_results.yml");
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
@@ -89,6 +92,10 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let rep = report::generate(&measured(&results), command, &date);
     let kv = kv::generate(&results, &nodestore_hits, command, &date);
     let sysrepo = sysrepo::generate(&results, command, &date);
+    let pages: chia::PagesResults =
+        serde_yaml::from_str(&std::fs::read_to_string(CHIA_PAGES).expect("chia_pages_results.yml"))
+            .expect("chia_pages_results.yml parses");
+    let chia = chia::generate(&results, &pages, command, &date);
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -99,6 +106,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "nodestore-summary", &kv.readme_nodestore);
     let want = splice(&want, "kv-patterns", &kv.patterns);
     let want = splice(&want, "sysrepo-summary", &sysrepo.readme);
+    let want = splice(&want, "chia-summary", &chia.readme);
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),
@@ -107,6 +115,8 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         (KV_NODESTORE_SVG, &kv.nodestore_svg),
         (SYSREPO_MD, &sysrepo.markdown),
         (SYSREPO_SVG, &sysrepo.svg),
+        (CHIA_MD, &chia.markdown),
+        (CHIA_SVG, &chia.svg),
     ];
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
         std::fs::write(README, &want).unwrap();

@@ -18,6 +18,10 @@
 //!   sysrepo's mean per try; heap and stable growth cover the setup too; scope `max_try` the most
 //!   expensive try), then the check of every
 //!   read and of the final datastore against the model;
+//! - Chia: a synthetic chain replayed into the schema, new and empty (`total`; a scope per 10,000
+//!   created coins, `chunk_01`, ...), then the reads and a rewind as scopes (`lookup_existing`,
+//!   `lookup_missing`, `block_reads`, `rewind`, not part of `total`), every answer checked against
+//!   the model fed the same blocks;
 //! - NodeStore: the six phases (plus the intended 50/50) as scopes in `bench_fn`, `total` their
 //!   sum (each phase's objects are made before it and its fetches checked after it, outside the
 //!   scopes), then the hit counts against the model.
@@ -30,6 +34,7 @@ use std::collections::BTreeMap;
 
 use canbench_rs::{bench, bench_fn, bench_scope, BenchResult, Measurement};
 use stablebench::bench::{Bench, BenchRun, Output, Sizes};
+use stablebench::chia::{self, ChainSpec};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::heap::HeapKv;
 use stablebench::kv::sqlite::{self, Layout, SqliteKv};
@@ -41,6 +46,7 @@ use stablebench::sysrepo::sqlite::SqliteStore;
 use stablebench::sysrepo::stable::StableStore;
 use stablebench::sysrepo::{self, TRIES};
 use stablebench_grid::cells::{self, Backend, Cache, Cell, Op};
+use stablebench_grid::chia as chia_grid;
 use stablebench_grid::ic::memory_ids;
 use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
@@ -84,6 +90,7 @@ pub fn run(name: &str) -> BenchResult {
         }
         Op::NodeStore => with_fresh_store(name, &cell, |store| measure_nodestore(&cell, store)),
         Op::Sysrepo { .. } => measure_sysrepo(&cell),
+        Op::Chia(_) => measure_chia(&cell),
     }
     .unwrap_or_else(|e| fail(name, "run", e));
     match oracle {
@@ -95,6 +102,19 @@ pub fn run(name: &str) -> BenchResult {
 /// A measured step's canbench result and the oracle's verdict on what it returned; `Err` when the
 /// step itself failed.
 pub type Measured = Result<(BenchResult, Oracle), String>;
+
+/// A workload run's result, or what the benchmark reports instead: a
+/// [`WrongResult`](stablebench::Error::WrongResult) is the oracle's verdict (a check failed, the
+/// numbers are void), any other error a failed step.
+fn checked_run<T>(run: stablebench::Result<T>) -> Result<T, Measured> {
+    match run {
+        Ok(t) => Ok(t),
+        Err(stablebench::Error::WrongResult(why)) => {
+            Err(Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why))))
+        }
+        Err(e) => Err(Err(e.to_string())),
+    }
+}
 
 /// Runs the measured step of a key-value cell (trie read or write, NodeStore) on `store`, which
 /// holds what the cell's setup built.
@@ -137,7 +157,7 @@ fn report_reply_bytes(output: Output) {
 }
 
 /// The canister's [`Probe`]: the instruction counter canbench reads, and `bench_scope`.
-struct Counter;
+pub(crate) struct Counter;
 
 impl Probe for Counter {
     fn instructions(&self) -> u64 {
@@ -200,12 +220,9 @@ fn measure_trie(cell: &Cell, store: &mut dyn KvStore) -> Measured {
     };
     // trie::read and trie::write check every value against the data set: a wrong one is the
     // oracle's verdict, any other error a failed step.
-    let samples = match samples {
+    let samples = match checked_run(samples) {
         Ok(samples) => samples,
-        Err(stablebench::Error::WrongResult(why)) => {
-            return Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why)))
-        }
-        Err(e) => return Err(e.to_string()),
+        Err(measured) => return measured,
     };
     let (heap1, stable1) = pages();
     let total = Measurement {
@@ -294,7 +311,7 @@ pub fn measure_sysrepo(cell: &Cell) -> Measured {
         b => return Err(format!("{} has no sysrepo store", b.name())),
     };
     let (heap1, stable1) = pages();
-    match samples {
+    match checked_run(samples) {
         Ok(samples) => {
             let total = Measurement {
                 calls: samples.len() as u64,
@@ -311,9 +328,104 @@ pub fn measure_sysrepo(cell: &Cell) -> Measured {
             let scopes = BTreeMap::from([(sysrepo::MAX_TRY_SCOPE.to_string(), max_try)]);
             Ok((BenchResult { total, scopes }, Oracle::Pass(checked)))
         }
-        Err(stablebench::Error::WrongResult(why)) => {
-            Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why)))
-        }
-        Err(e) => Err(e.to_string()),
+        Err(measured) => measured,
     }
+}
+
+/// Runs `f` on the Chia schema `schema` as this canister's memories and database hold it (its
+/// tables created if missing; the database must be open with the cell's profile, see
+/// [`reset_chia`]).
+pub fn with_chia_schema<R>(
+    schema: chia_grid::Schema,
+    f: impl FnOnce(&mut dyn chia::Schema) -> stablebench::Result<R>,
+) -> stablebench::Result<R> {
+    use chia_grid::Schema;
+    let memory = db::memory;
+    if !schema.uses_sqlite() {
+        return f(&mut chia::btree_all::BtreeAll::init(
+            memory(memory_ids::CHIA_COINS),
+            memory(memory_ids::CHIA_BLOCKS),
+        ));
+    }
+    db::with_conn(|conn| match schema {
+        Schema::V2 => {
+            chia::v2::create(conn)?;
+            f(&mut chia::v2::V2::new(conn))
+        }
+        Schema::V3 => {
+            chia::v3::create(conn)?;
+            f(&mut chia::v3::open(conn))
+        }
+        Schema::Kv => {
+            chia::kv::create(conn)?;
+            f(&mut chia::kv::open(conn, memory(memory_ids::CHIA_LOOKUP_MAP), memory(memory_ids::CHIA_NAMES))?)
+        }
+        Schema::Runs => {
+            chia::runs::create(conn)?;
+            f(&mut chia::runs::open(conn, memory(memory_ids::CHIA_RUNS), memory(memory_ids::CHIA_NAMES))?)
+        }
+        Schema::BtreeAll => unreachable!("btree_all keeps no coin in SQLite"),
+    })
+}
+
+/// Empties the Chia schemas' stable memories as a fresh canister has them (their headers zeroed:
+/// each structure's `init` then starts anew). The live setup's reset calls it; the coins in
+/// SQLite go with the database's reset.
+pub fn reset_chia() {
+    use ic_stable_structures::Memory;
+    for id in [
+        memory_ids::CHIA_BLOCKS,
+        memory_ids::CHIA_COINS,
+        memory_ids::CHIA_RUNS,
+        memory_ids::CHIA_NAMES,
+        memory_ids::CHIA_LOOKUP_MAP,
+    ] {
+        let m = db::memory(id);
+        if m.size() > 0 {
+            m.write(0, &[0; 64]);
+        }
+    }
+}
+
+/// Chia's coin-store benchmark on the cell's schema (see the module documentation), on empty
+/// schemas: canbench's fresh canister, or a live setup's reset.
+pub fn measure_chia(cell: &Cell) -> Measured {
+    let Op::Chia(schema) = cell.op else {
+        return Err(format!("{} is not a Chia cell", cell.name()));
+    };
+    let spec = ChainSpec { coins: cell.size, seed: chia_grid::SEED };
+    let (heap0, stable0) = pages();
+    if let Some(profile) = cell.profile {
+        db::reopen(&profile).map_err(|e| format!("open: {e}"))?;
+    }
+    let run = with_chia_schema(schema, |s| chia::bench::run(s, spec, &Counter));
+    let (heap1, stable1) = pages();
+    let run = match checked_run(run) {
+        Ok(run) => run,
+        Err(measured) => return measured,
+    };
+    let one = |instructions| Measurement { calls: 1, instructions, ..Measurement::default() };
+    let mut scopes: BTreeMap<String, Measurement> = run
+        .replay
+        .chunks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (format!("chunk_{:02}", i + 1), one(c.instructions)))
+        .collect();
+    scopes.insert("lookup_existing".into(), one(run.lookup_existing));
+    scopes.insert("lookup_missing".into(), one(run.lookup_missing));
+    scopes.insert("block_reads".into(), one(run.block_reads));
+    scopes.insert("rewind".into(), one(run.rewind));
+    let total = Measurement {
+        calls: 1,
+        instructions: run.replay.instructions,
+        heap_increase: heap1 - heap0,
+        stable_memory_increase: stable1 - stable0,
+    };
+    let checked = format!(
+        "{} blocks, {} coins, {} spends; lookups, block reads and the rewind as the model has them",
+        run.replay.blocks, run.replay.coins, run.replay.spends
+    );
+    ic_cdk::api::debug_print(format!("stablebench: chia_spends={}", run.replay.spends));
+    Ok((BenchResult { total, scopes }, Oracle::Pass(checked)))
 }

@@ -408,7 +408,7 @@ mod candid_export {
     use super::*;
     use serde_bytes::ByteBuf;
     #[cfg(feature = "canbench")]
-    use stablebench_grid::live::{BenchCell, BenchReport, SetupProgress};
+    use stablebench_grid::live::{BenchCell, BenchReport, ChiaProgress, SetupProgress};
     ic_cdk::export_candid!();
 
     /// The interface file of this build: the production canister's, or with feature `canbench`

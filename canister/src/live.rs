@@ -11,6 +11,12 @@
 //!   the caller) run the measured step with the very code canbench measures (`benches.rs`), check
 //!   the result with the oracle, and reply with a [`BenchReport`].
 //!
+//! - `bench_chia_blocks(name, blocks)` (update) replays a Chia cell's chain the way a canister
+//!   taking blocks in messages would: each call accepts the next blocks and commits them (one
+//!   flush), and replies with the instructions of that work; the call that completes the chain
+//!   checks the reads and a rewind against the model. The runner's pages-dirtied measurement
+//!   (`runner/tests/chia_pages.rs`) is built on it.
+//!
 //! Which cell is set up, and how far, is kept in stable memory (`memory_ids::BENCH_STATE`), so a
 //! setup survives an upgrade: set up, upgrade, then `bench_run_query` measures the first reads
 //! after an upgrade (cold caches). A measured step that changes the state (the inserts, deletes,
@@ -22,14 +28,17 @@ use canbench_rs::BenchResult;
 use ic_stable_structures::memory_manager::VirtualMemory;
 use ic_stable_structures::{DefaultMemoryImpl, StableCell};
 use stablebench::bench::{BenchRun, SetupStep, Sizes};
+use stablebench::chia::{self, Chain, ChainSpec};
 use stablebench::kv::gen::TrieDataset;
+use stablebench::kv::Probe;
 use stablebench::Meter;
 use stablebench_grid::cells::{self, Cell, Op};
+use stablebench_grid::chia::{LIVE_RUN_MAX_COINS, MAX_BLOCKS_PER_CALL, SEED as CHIA_SEED};
 use stablebench_grid::ic::{memory_ids, prices};
-use stablebench_grid::live::{BenchCell, BenchReport, CallKind, Oracle, ScopeReport, SetupProgress};
+use stablebench_grid::live::{BenchCell, BenchReport, CallKind, ChiaProgress, Oracle, ScopeReport, SetupProgress};
 use stablebench_grid::KV_SEED;
 
-use crate::benches::{self, Measured, SETUP_BATCH};
+use crate::benches::{self, Counter, Measured, SETUP_BATCH};
 use crate::limits::{self, InstructionBudget};
 use crate::{active_profile, db, kv, require_controller, update_budget, Error};
 
@@ -63,6 +72,21 @@ impl State {
 thread_local! {
     static STATE: RefCell<StableCell<String, VirtualMemory<DefaultMemoryImpl>>> =
         RefCell::new(StableCell::init(db::memory(memory_ids::BENCH_STATE), String::new()));
+}
+
+/// A Chia replay taken block by block: where the chain stands and what the checks need. It lives
+/// in the heap (the chain's generator keeps the unspent set), so an upgrade ends it.
+struct ChiaReplay {
+    name: String,
+    chain: Chain,
+    tracker: chia::bench::Tracker,
+    blocks: u64,
+    spends: u64,
+    complete: bool,
+}
+
+thread_local! {
+    static CHIA: RefCell<Option<ChiaReplay>> = const { RefCell::new(None) };
 }
 
 fn load_state() -> State {
@@ -116,7 +140,7 @@ fn steps(cell: &Cell) -> Vec<Step> {
         Op::UsersOrders(b) => steps.extend(b.setup_steps().iter().map(|&s| Step::UsersOrders(s))),
         Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => steps.push(Step::KvLoad),
         // A sysrepo test builds its own setup from empty stores in the measured call.
-        Op::NodeStore | Op::Sysrepo { .. } => {}
+        Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => {}
     }
     steps
 }
@@ -139,6 +163,18 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
             let profile = cell.profile.unwrap_or_else(active_profile);
             db::reset(&profile).unwrap_or_else(|e| failed(e.to_string()));
             kv::reset();
+            benches::reset_chia();
+            CHIA.set(match cell.op {
+                Op::Chia(_) => Some(ChiaReplay {
+                    name: cell.name(),
+                    chain: chia::chain(ChainSpec { coins: cell.size, seed: CHIA_SEED }),
+                    tracker: chia::bench::Tracker::new(),
+                    blocks: 0,
+                    spends: 0,
+                    complete: false,
+                }),
+                _ => None,
+            });
             // An upgrade reopens the database with the saved profile; a benchmark-only one is never
             // saved (an upgrade then refuses to run the benchmark, see `ready`).
             if profile.deployable().is_ok() {
@@ -281,6 +317,20 @@ fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
             })
         }
         Op::Sysrepo { .. } => benches::measure_sysrepo(cell),
+        Op::Chia(_) if cell.size > LIVE_RUN_MAX_COINS => {
+            return Err(Error::InvalidArgument {
+                message: format!(
+                    "{}: bench_run replays a Chia chain in one call up to {LIVE_RUN_MAX_COINS} coins (a larger one can \
+                     exceed the message's instruction limit); bench_chia_blocks replays it in messages",
+                    cell.name()
+                ),
+            })
+        }
+        Op::Chia(_) => {
+            // The replay uses the setup's empty schemas: no block-by-block replay can follow it.
+            CHIA.set(None);
+            benches::measure_chia(cell)
+        }
         _ => kv::with_store(cell.backend.try_into()?, true, |store| {
             Ok(benches::measure_kv(cell, store.expect("with_store creates the store")))
         })?,
@@ -340,6 +390,97 @@ fn bench_run_query(name: String) -> Result<BenchReport, Error> {
     let (cell, _) = ready(&name)?;
     let (result, oracle) = measure(&cell)?;
     Ok(report(name, CallKind::Query, result, oracle))
+}
+
+/// Replays the next `blocks` blocks (1 to `MAX_BLOCKS_PER_CALL`) of Chia benchmark `name`'s chain
+/// into its schema and commits them (one flush for the call), as a canister taking blocks in
+/// messages does; replies with where the replay stands and the instructions of the accepts and
+/// the flush. The call that creates the last coin also measures the reads and a rewind and
+/// checks them, with every block, against the model (`oracle`). Needs a complete
+/// `bench_setup(name)`, and the heap the setup started the replay in (an upgrade ends it: set up
+/// again). Once it has run, `bench_run(name)` needs a new setup. A failing step traps, leaving the
+/// canister as it was before the call. Controllers only.
+#[ic_cdk::update]
+fn bench_chia_blocks(name: String, blocks: u32) -> Result<ChiaProgress, Error> {
+    require_controller()?;
+    let cell = lookup(&name)?;
+    let Op::Chia(schema) = cell.op else {
+        return Err(Error::InvalidArgument { message: format!("{name} is not a Chia benchmark") });
+    };
+    if blocks == 0 || blocks > MAX_BLOCKS_PER_CALL {
+        return Err(Error::InvalidArgument {
+            message: format!("blocks must be 1 to {MAX_BLOCKS_PER_CALL}, not {blocks}"),
+        });
+    }
+    let mut state = load_state();
+    let again = |why: &str| Error::InvalidArgument {
+        message: format!("{name}: {why}; call bench_setup({name:?}) until it is complete"),
+    };
+    if state.name != name || state.step < steps(&cell).len() {
+        return Err(again("not set up"));
+    }
+    if let Some(profile) = cell.profile {
+        if db::open_profile() != profile.name {
+            return Err(again("the database is open with another profile (an upgrade reopens it with the saved one)"));
+        }
+    }
+    let Some(mut replay) = CHIA.take().filter(|r| r.name == name) else {
+        return Err(again(
+            "no block-by-block replay is under way (the heap keeps its position: an upgrade or a bench_run ends it)",
+        ));
+    };
+    if replay.complete {
+        CHIA.set(Some(replay));
+        return Err(again("the chain is replayed"));
+    }
+    let failed =
+        |e: stablebench::Error| -> ! { ic_cdk::trap(format!("bench_chia_blocks({name:?}): {e}; nothing was changed")) };
+    let (mut taken, mut coins, mut spends, mut instructions) = (0u64, 0u64, 0u64, 0u64);
+    let oracle = benches::with_chia_schema(schema, |s| {
+        for _ in 0..blocks {
+            let Some(block) = replay.chain.next() else { break };
+            let t0 = Counter.instructions();
+            s.accept_block(&block)?;
+            instructions += Counter.instructions().saturating_sub(t0);
+            replay.tracker.observe(&block);
+            taken += 1;
+            coins += block.confirms.len() as u64;
+            spends += block.spends.len() as u64;
+        }
+        let t0 = Counter.instructions();
+        s.flush()?;
+        instructions += Counter.instructions().saturating_sub(t0);
+        if replay.chain.created() < cell.size {
+            return Ok(None);
+        }
+        replay.complete = true;
+        let tracker = std::mem::take(&mut replay.tracker);
+        Ok(Some(match chia::bench::reads(s, tracker, &Counter) {
+            Ok(_) => Oracle::Pass("lookups, block reads and the rewind as the model has them".into()),
+            Err(stablebench::Error::WrongResult(why)) => Oracle::Fail(why),
+            Err(e) => return Err(e),
+        }))
+    })
+    .unwrap_or_else(|e| failed(e));
+    replay.blocks += taken;
+    replay.spends += spends;
+    state.consumed = true;
+    save_state(&state);
+    let progress = ChiaProgress {
+        name,
+        blocks: taken,
+        coins,
+        spends,
+        instructions,
+        blocks_total: replay.blocks,
+        coins_total: replay.chain.created(),
+        spends_total: replay.spends,
+        complete: replay.complete,
+        oracle,
+        message_instructions: limits::instructions(),
+    };
+    CHIA.set(Some(replay));
+    Ok(progress)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! step's shape: `indexed`, `rollback`), and `<profile>` is the SQLite pragma profile (SQLite
 //! backends only). Renaming one is a results diff a reviewer sees.
 
+use crate::chia::{self, Schema};
 use crate::profiles::{self, Profile, PROFILES};
 use crate::sysrepo::{self, Test};
 use crate::users_orders::{Bench, BENCHES};
@@ -113,6 +114,10 @@ pub enum Op {
         /// Whether the setup runs before every try.
         fresh: bool,
     },
+    /// Chia's coin-store benchmark: a synthetic chain of `size` created coins replayed into the
+    /// schema (`total`, with a scope per `chia::CHUNK_COINS` coins), then the reads the original
+    /// left as stubs and a rewind, each a scope.
+    Chia(Schema),
 }
 
 /// Which seed system a cell comes from.
@@ -126,6 +131,8 @@ pub enum Workload {
     NodeStore,
     /// sysrepo's datastore-plugin performance test.
     Sysrepo,
+    /// Chia's coin-store schema benchmark.
+    Chia,
 }
 
 impl Workload {
@@ -136,6 +143,7 @@ impl Workload {
             Workload::Trie => "trie",
             Workload::NodeStore => "nodestore",
             Workload::Sysrepo => "sysrepo",
+            Workload::Chia => "chia",
         }
     }
 }
@@ -167,6 +175,10 @@ pub const NODESTORE_SIZES: [u64; 2] = [10_000, 100_000];
 /// The profile SQLite runs under in the key-value workloads: the recommended one.
 pub const KV_PROFILE: Profile = profiles::DEFAULT;
 
+/// The Chia replay's SQLite settings, in place of the original's fast and slow machines: the
+/// recommended profile (a cache that holds the whole database) and the same with an 8 MiB cache.
+pub const CHIA_PROFILES: [Profile; 2] = [KV_PROFILE, profiles::JOURNAL_MEMORY_TEMP_FILE_CACHE_8MIB];
+
 /// `200`, `1k`, `10k`, `1m`: sizes as names show them.
 pub fn size_label(n: u64) -> String {
     match n {
@@ -184,6 +196,7 @@ impl Cell {
             Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => Workload::Trie,
             Op::NodeStore => Workload::NodeStore,
             Op::Sysrepo { .. } => Workload::Sysrepo,
+            Op::Chia(_) => Workload::Chia,
         }
     }
 
@@ -209,6 +222,7 @@ impl Cell {
                 size_label(self.size),
                 if fresh { "_fresh" } else { "" }
             ),
+            Op::Chia(schema) => format!("{}_chia_{}_{}", self.backend.name(), schema.name(), size_label(self.size)),
         };
         match self.profile {
             Some(p) => format!("{base}_{}", p.name),
@@ -225,6 +239,7 @@ impl Cell {
             Op::TrieUpgrade => "trie_upgrade".to_string(),
             Op::NodeStore => "nodestore".to_string(),
             Op::Sysrepo { test, fresh } => format!("sysrepo_{}{}", test.name(), if fresh { "_fresh" } else { "" }),
+            Op::Chia(schema) => format!("chia_{}", schema.name()),
         }
     }
 
@@ -246,7 +261,7 @@ impl Cell {
                 matches!(b, Bench::SelectJoin | Bench::SelectLike | Bench::DeleteOrders100kRollback)
             }
             Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => true,
-            Op::NodeStore | Op::Sysrepo { .. } => false,
+            Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => false,
         }
     }
 
@@ -266,7 +281,8 @@ impl Cell {
 /// Every cell of the grid, in the order canbench runs them: the users/orders steps under every
 /// profile (profile by profile), then the trie workload (backend by backend, size by size), then
 /// NodeStore, then sysrepo (backend by backend, size by size, the tests in the document's order,
-/// each quirky test followed by its fresh variant).
+/// each quirky test followed by its fresh variant), then Chia (schema by schema, size by size,
+/// cache-rich before cache-poor).
 pub fn cells() -> Vec<Cell> {
     let mut out = Vec::new();
     for p in PROFILES {
@@ -311,6 +327,17 @@ pub fn cells() -> Vec<Cell> {
             }
         }
     }
+    for schema in chia::SCHEMAS {
+        for size in chia::SIZES {
+            if schema.uses_sqlite() {
+                for profile in CHIA_PROFILES {
+                    out.push(Cell { op: Op::Chia(schema), size, backend: Backend::Sqlite, profile: Some(profile) });
+                }
+            } else {
+                out.push(Cell { op: Op::Chia(schema), size, backend: Backend::StableBTreeMap, profile: None });
+            }
+        }
+    }
     out
 }
 
@@ -349,6 +376,7 @@ mod tests {
                         && !n.contains("_trie_")
                         && !n.contains("_nodestore_")
                         && !n.contains("_sysrepo_")
+                        && !n.contains("_chia_")
                 })
                 .count(),
             179
@@ -361,6 +389,16 @@ mod tests {
         // 22 tests and 8 fresh variants per backend and size, less "many oper change_subs" at 100k.
         assert_eq!(sysrepo.len(), 3 * (30 + 30 + 29));
         assert!(sysrepo.iter().all(|c| c.backend.is_sqlite() == c.profile.is_some()));
+    }
+
+    #[test]
+    fn chia_has_every_schema_at_every_size_with_both_caches_where_sqlite_holds_the_coins() {
+        let chia: Vec<Cell> = cells().into_iter().filter(|c| c.workload() == Workload::Chia).collect();
+        assert_eq!(chia.len(), (4 * 2 + 1) * 2);
+        let c = Cell { op: Op::Chia(Schema::V2), size: 100_000, backend: Backend::Sqlite, profile: Some(KV_PROFILE) };
+        assert_eq!(c.name(), "sqlite_chia_v2_100k_journal_memory_temp_file");
+        assert!(chia.iter().any(|c| c.name() == "sqlite_chia_kv_10k_journal_memory_temp_file_cache_8mib"));
+        assert!(chia.iter().any(|c| c.name() == "stable_btreemap_chia_btree_all_100k"));
     }
 
     #[test]

@@ -197,6 +197,16 @@ pub mod memory_ids {
     /// sysrepo's StableBTreeMap store: `lst`, `usr-lst` and its index of the running datastore,
     /// then the same three of the operational datastore.
     pub const SYSREPO_MAPS: [u8; 6] = [88, 89, 90, 91, 92, 93];
+    /// Chia's `kv` schema: the name -> id `StableBTreeMap`.
+    pub const CHIA_LOOKUP_MAP: u8 = 87;
+    /// Chia's `kv` and `runs` schemas: the id -> name array.
+    pub const CHIA_NAMES: u8 = 86;
+    /// Chia's `runs` schema: the sorted runs.
+    pub const CHIA_RUNS: u8 = 85;
+    /// Chia's `btree_all` schema: coins by name.
+    pub const CHIA_COINS: u8 = 84;
+    /// Chia's `btree_all` schema: blocks by index.
+    pub const CHIA_BLOCKS: u8 = 83;
 
     // Ours are distinct and below ic-rusqlite's.
     const _: () = assert!(
@@ -211,5 +221,10 @@ pub mod memory_ids {
             && SYSREPO_BLOB_RUNNING < MEMORY_LIMIT
             && SYSREPO_BLOB_OPERATIONAL < SYSREPO_BLOB_RUNNING
             && SYSREPO_MAPS[5] < SYSREPO_BLOB_OPERATIONAL
+            && CHIA_LOOKUP_MAP < SYSREPO_MAPS[0]
+            && CHIA_BLOCKS < CHIA_COINS
+            && CHIA_COINS < CHIA_RUNS
+            && CHIA_RUNS < CHIA_NAMES
+            && CHIA_NAMES < CHIA_LOOKUP_MAP
     );
 }

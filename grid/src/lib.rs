@@ -11,6 +11,7 @@
 
 pub mod api;
 pub mod cells;
+pub mod chia;
 pub mod ic;
 #[cfg(feature = "candid")]
 pub mod live;

@@ -50,6 +50,35 @@ pub struct SetupProgress {
     pub instructions: u64,
 }
 
+/// Where a Chia replay taken block by block (`bench_chia_blocks`) stands after a call.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct ChiaProgress {
+    /// The benchmark replayed.
+    pub name: String,
+    /// Blocks this call accepted.
+    pub blocks: u64,
+    /// Coins those blocks created.
+    pub coins: u64,
+    /// Coins those blocks spent.
+    pub spends: u64,
+    /// Instructions of this call's `accept_block` calls and its one flush (the commit), as
+    /// performance-counter differences: the chain's generation and the model are not counted.
+    pub instructions: u64,
+    /// Blocks accepted by this call and every earlier one.
+    pub blocks_total: u64,
+    /// Coins created so far.
+    pub coins_total: u64,
+    /// Coins spent so far.
+    pub spends_total: u64,
+    /// True when the chain is replayed (`coins_total` is the benchmark's size).
+    pub complete: bool,
+    /// On the call that completes the replay: the reads and the rewind checked against the model
+    /// fed the same blocks. `None` before.
+    pub oracle: Option<Oracle>,
+    /// Instructions this call had executed when it replied (performance counter 0).
+    pub message_instructions: u64,
+}
+
 /// What the measured step of one benchmark cost on a live canister: canbench's numbers (the same
 /// code measures them) and the message's own.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq)]

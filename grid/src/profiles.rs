@@ -198,6 +198,16 @@ pub const JOURNAL_MEMORY_TEMP_FILE: Profile = sweep(
     &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, SYNC_NORMAL, TEMP_FILE, CACHE_WHOLE],
 );
 
+/// The recommended profile with a small page cache (2,000 pages, 8 MiB): the cache-poor setting of
+/// the Chia replay, in place of the original's slow machine (a database larger than the cache
+/// reads and writes stable memory). Not one of [`PROFILES`]: it is not swept over users/orders.
+pub const JOURNAL_MEMORY_TEMP_FILE_CACHE_8MIB: Profile = sweep(
+    "journal_memory_temp_file_cache_8mib",
+    "journal_mode MEMORY and temp_store FILE with cache_size 2000 (a small cache)",
+    true,
+    &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, SYNC_NORMAL, TEMP_FILE, CACHE_8MIB],
+);
+
 /// The reference without foreign-key enforcement, which SQLite as ic-rusqlite builds it turns on
 /// by default (`SQLITE_DEFAULT_FOREIGN_KEYS=1`): what the check on every order insert costs.
 pub const FOREIGN_KEYS_OFF: Profile = Profile {

@@ -18,22 +18,12 @@
 use stablebench_canister::Error;
 use stablebench_grid::live::SetupProgress;
 use stablebench_runner::canbench::BenchResult;
-use stablebench_runner::canister::{Canister, Code, Limits, Options};
-use stablebench_runner::instrument::Metering;
+use stablebench_runner::canister::{Canister, Limits, Options};
 use stablebench_runner::live;
 use stablebench_runner::target::{Offline, Target};
-use std::sync::{Arc, OnceLock};
 
-const WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");
-
-fn code() -> Arc<Code> {
-    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
-    CODE.get_or_init(|| {
-        assert!(std::path::Path::new(WASM).exists(), "{WASM} is missing: run scripts/build.sh bench first");
-        Code::from_file(WASM.as_ref(), Metering::On).expect("the benchmark wasm loads")
-    })
-    .clone()
-}
+mod common;
+use common::{bench_code as code, BENCH_WASM as WASM};
 
 /// canbench's way: the `__canbench__` query on a fresh canister with the benchmarking limits.
 fn canbench(name: &str) -> BenchResult {
@@ -96,6 +86,22 @@ fn sysrepo_cells_run_live_as_canbench_runs_them() {
         let diff = canbench.abs_diff(live) as f64 / canbench as f64;
         assert!(diff < 0.02, "{name}: canbench {canbench}, live {live}");
     }
+}
+
+/// A Chia cell's setup is the reset (every store emptied); its measured call replays the chain
+/// from empty, as canbench's query does on a fresh canister. Above 10,000 coins `bench_run`
+/// refuses (one call could exceed an update's limit), and a replay in messages uses the setup up.
+#[test]
+fn chia_cells_run_live_as_canbench_runs_them_and_larger_ones_are_refused() {
+    let name = "sqlite_chia_kv_10k_journal_memory_temp_file";
+    let (canbench, live) = both(name);
+    let diff = canbench.abs_diff(live) as f64 / canbench as f64;
+    assert!(diff < 0.02, "{name}: canbench {canbench}, live {live}");
+    let mut target = Offline::install(WASM.as_ref()).unwrap();
+    let name = "stable_btreemap_chia_btree_all_100k";
+    live::setup(&mut target, name, None).unwrap();
+    let e = live::run(&mut target, name, false).unwrap_err().to_string();
+    assert!(e.contains("InvalidArgument") && e.contains("bench_chia_blocks"), "{e}");
 }
 
 #[test]

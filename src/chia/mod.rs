@@ -29,6 +29,7 @@
 //! ic-stable-structures `Memory`s, so it runs unchanged in a canister and natively (SQLite
 //! `bundled`, `VectorMemory`).
 
+pub mod bench;
 pub mod btree_all;
 pub mod chain;
 pub mod hashdb;

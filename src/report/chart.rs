@@ -104,13 +104,18 @@ enum Mark {
 /// One legend for all panels, in a strip under the title: a backend's colour means the same
 /// everywhere, and no panel's data hides behind a legend box.
 fn legend(strip: &Area, mark: Mark, backends: &[Backend]) -> Drawn {
+    let keys: Vec<(RGBColor, &str)> = backends.iter().map(|b| (colour(*b), b.name())).collect();
+    legend_keys(strip, mark, &keys)
+}
+
+/// [`legend`] for series that are not backends: a colour and a name each.
+fn legend_keys(strip: &Area, mark: Mark, keys: &[(RGBColor, &str)]) -> Drawn {
     let (w, h) = strip.dim_in_pixel();
     let style = TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     let slot = 190;
-    let mut x = (w as i32 - slot * backends.len() as i32) / 2;
+    let mut x = (w as i32 - slot * keys.len() as i32) / 2;
     let y = h as i32 / 2;
-    for &b in backends {
-        let c = colour(b);
+    for &(c, name) in keys {
         match mark {
             Mark::Line => {
                 strip.draw(&PathElement::new(vec![(x, y), (x + 28, y)], c.stroke_width(2)))?;
@@ -118,7 +123,7 @@ fn legend(strip: &Area, mark: Mark, backends: &[Backend]) -> Drawn {
             }
             Mark::Bar => strip.draw(&Rectangle::new([(x + 6, y - 7), (x + 22, y + 7)], c.filled()))?,
         }
-        strip.draw_text(b.name(), &style, (x + 36, y))?;
+        strip.draw_text(name, &style, (x + 36, y))?;
         x += slot;
     }
     Ok(())
@@ -133,6 +138,22 @@ fn line_panel(
     x_desc: &str,
     y_desc: &str,
     series: &[Series<f64>],
+) -> Drawn {
+    let lines: Vec<Line> = series.iter().map(|(b, points)| (colour(*b), points.clone())).collect();
+    line_panel_keys(panel, title, x_range, x_desc, y_desc, &lines)
+}
+
+/// A coloured line's points: x, and the value where it was measured.
+type Line = (RGBColor, Vec<(f64, Option<f64>)>);
+
+/// [`line_panel`] for series that are not backends.
+fn line_panel_keys(
+    panel: &Area,
+    title: &str,
+    x_range: (f64, f64),
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Line],
 ) -> Drawn {
     let y_range = log_range(series.iter().flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y)), (1e3, 1e6));
     let mut chart = ChartBuilder::on(panel)
@@ -158,9 +179,9 @@ fn line_panel(
     if series.iter().all(|(_, p)| p.iter().all(|(_, y)| y.is_none())) {
         not_measured(panel, title)?;
     }
-    for (backend, points) in series {
+    for (c, points) in series {
         for run in runs(points) {
-            chart.draw_series(LineSeries::new(run, colour(*backend).stroke_width(2)).point_size(4))?;
+            chart.draw_series(LineSeries::new(run, c.stroke_width(2)).point_size(4))?;
         }
     }
     Ok(())
@@ -293,6 +314,58 @@ fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
                 let x0 = i as f64 - 0.4 + j as f64 * width;
                 Rectangle::new([(x0, lo), (x0 + width * 0.9, v)], colour(BACKENDS[j]).filled())
             }))?;
+        }
+        root.present()?;
+    }
+    Ok(())
+}
+
+/// One panel's lines: per series, x and the value where it was measured.
+pub type PanelLines = Vec<Vec<(f64, Option<f64>)>>;
+
+/// `docs/chia.svg`: the Chia replay's cost per created coin against coins stored, one line per
+/// schema: per 10,000-coin chunk (left; schemas that batch 50,000 coins pay at the commit) and
+/// over the replay so far (right), one row per SQLite profile. `lines[row][col]` are the series of
+/// each panel, `names` the legend's (colour-indexed like the lines), `rows` the row titles.
+pub fn chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2]) -> String {
+    let mut svg = String::new();
+    draw_chia(names, rows, lines, &mut svg)
+        .expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+fn draw_chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2], svg: &mut String) -> Drawn {
+    const PALETTE: [RGBColor; 5] = [
+        RGBColor(127, 127, 127),
+        RGBColor(31, 119, 180),
+        RGBColor(255, 127, 14),
+        RGBColor(44, 160, 44),
+        RGBColor(214, 39, 40),
+    ];
+    {
+        let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root
+            .titled("Chia coin-store replay: instructions per created coin against coins stored", ("sans-serif", 22))?;
+        let (strip, grid) = root.split_vertically(36);
+        let keys: Vec<(RGBColor, &str)> = names.iter().enumerate().map(|(i, n)| (PALETTE[i % 5], *n)).collect();
+        legend_keys(&strip, Mark::Line, &keys)?;
+        let xs = lines.iter().flatten().flatten().flat_map(|l| l.iter().map(|(x, _)| *x));
+        let x_range = log_range(xs, (1e4, 1e5));
+        let panels = grid.split_evenly((2, 2));
+        for (r, row) in rows.iter().enumerate() {
+            for (k, what) in ["per 10,000-coin chunk", "over the replay so far"].iter().enumerate() {
+                let series: Vec<Line> =
+                    lines[r][k].iter().enumerate().map(|(i, l)| (PALETTE[i % 5], l.clone())).collect();
+                line_panel_keys(
+                    &panels[r * 2 + k],
+                    &format!("{row}: {what}"),
+                    x_range,
+                    "coins stored",
+                    "instructions per coin",
+                    &series,
+                )?;
+            }
         }
         root.present()?;
     }

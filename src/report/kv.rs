@@ -340,7 +340,7 @@ mod tests {
                         })
                         .collect(),
                 },
-                Op::UsersOrders(_) | Op::Sysrepo { .. } => unreachable!(),
+                Op::UsersOrders(_) | Op::Sysrepo { .. } | Op::Chia(_) => unreachable!(),
             };
             named.insert(c.name(), record);
         }

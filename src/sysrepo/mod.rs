@@ -316,13 +316,19 @@ impl Subscriber {
     fn notify(&mut self, edits: &[Edit]) {
         for edit in edits {
             self.changes += 1;
-            self.bytes += match edit {
-                Edit::Set { key, l } | Edit::Create { key, l } => 4 + key.1.len() + l.len(),
-                Edit::DeleteLeaf { key } => 4 + key.1.len(),
-                Edit::SetUsr { l, .. } => 4 + l.len(),
-                Edit::DeleteLst | Edit::DeleteAll => 0,
-            } as u64;
+            self.bytes += Self::bytes_of(edit);
         }
+    }
+
+    /// The bytes of keys and values a subscriber walks in one change: a 4-byte integer key plus
+    /// the strings.
+    fn bytes_of(edit: &Edit) -> u64 {
+        (match edit {
+            Edit::Set { key, l } | Edit::Create { key, l } => 4 + key.1.len() + l.len(),
+            Edit::DeleteLeaf { key } => 4 + key.1.len(),
+            Edit::SetUsr { l, .. } => 4 + l.len(),
+            Edit::DeleteLst | Edit::DeleteAll => 0,
+        }) as u64
     }
 }
 
@@ -591,6 +597,7 @@ pub fn run<S: Store + ?Sized, P: Probe>(
             model.apply(&[Edit::DeleteLeaf { key: mid_key.clone() }])?;
         }
         let mut item = None;
+        let mut oper_reply = Vec::new();
         let start = probe.instructions();
         // The timed part; what it returns is checked after the timer stops.
         let got: Option<Tree> = match test {
@@ -601,7 +608,11 @@ pub fn run<S: Store + ?Sized, P: Probe>(
             }
             Test::GetTreeHash | Test::GetTreeHashCached => Some(session.get_data(ds, &mid_path)?),
             Test::GetUserOrderedTree => Some(session.get_data(ds, "/perf:cont")?),
-            Test::GetOperTree => Some(oper_callback(n).0),
+            Test::GetOperTree => {
+                let (tree, reply) = oper_callback(n);
+                oper_reply = reply;
+                Some(tree)
+            }
             Test::CreateBatch => {
                 session.edit_batch(lst_batch(n));
                 session.apply_changes(ds)?;
@@ -673,7 +684,9 @@ pub fn run<S: Store + ?Sized, P: Probe>(
             Test::GetItem => check(test, "item N/2's leaf", &item, &Some(Some(leaf(mid))))?,
             Test::GetUserOrderedTree => check(test, "/perf:cont", got.as_ref().expect("a read"), &model)?,
             Test::GetOperTree => {
-                check(test, "the callback's tree", got.as_ref().expect("a read"), oper_tree.as_ref().expect("built"))?
+                let expected = oper_tree.as_ref().expect("built");
+                check(test, "the callback's tree", got.as_ref().expect("a read"), expected)?;
+                check(test, "the callback's serialized reply", &blob::from_json(&oper_reply)?, expected)?;
             }
             Test::CreateBatch | Test::CreateAllItems | Test::CreateAllItemsOper => {
                 model.apply(&lst_batch(n))?;
@@ -715,7 +728,7 @@ pub fn run<S: Store + ?Sized, P: Probe>(
             changes: per_try * u64::from(tries),
             bytes: u64::from(CHANGE_SUB_ROUNDS)
                 * u64::from(tries)
-                * (0..n).map(|i| (4 + format!("str{i}").len() + leaf(i).len()) as u64).sum::<u64>(),
+                * lst_batch(n).iter().map(Subscriber::bytes_of).sum::<u64>(),
         };
         for s in session.subscribers(ds) {
             check(test, "a subscriber", s, &expected)?;
@@ -726,8 +739,8 @@ pub fn run<S: Store + ?Sized, P: Probe>(
 }
 
 /// The operational tree a `sr_oper_get_subscribe` callback builds for "get oper tree": `n`
-/// `lst` items, serialized as the reply would carry them. Returns the tree and the bytes.
-fn oper_callback(n: u32) -> (Tree, usize) {
+/// `lst` items, serialized as the reply would carry them. Returns the tree and the reply.
+fn oper_callback(n: u32) -> (Tree, Vec<u8>) {
     let tree = Tree {
         lst: lst_batch(n)
             .into_iter()
@@ -738,8 +751,8 @@ fn oper_callback(n: u32) -> (Tree, usize) {
             .collect(),
         ..Tree::default()
     };
-    let bytes = blob::to_json(&tree, Ds::Operational).len();
-    (tree, bytes)
+    let reply = blob::to_json(&tree, Ds::Operational);
+    (tree, reply)
 }
 
 /// Compares what the store holds (loaded past any cache) with the model.

@@ -25,6 +25,23 @@ pub fn code() -> Arc<Code> {
     .clone()
 }
 
+/// `target/canister/stablebench_bench.wasm`: the benchmark canister (built by
+/// `scripts/build.sh bench`), instrumented and compiled.
+pub const BENCH_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");
+
+/// [`BENCH_WASM`], loaded once per test binary.
+pub fn bench_code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        assert!(
+            std::path::Path::new(BENCH_WASM).exists(),
+            "{BENCH_WASM} is missing: run scripts/build.sh bench first (scripts/test.sh does)"
+        );
+        Code::from_file(BENCH_WASM.as_ref(), Metering::On).expect("the benchmark wasm loads")
+    })
+    .clone()
+}
+
 /// The Candid encoding of no arguments.
 pub fn unit() -> Vec<u8> {
     candid::encode_args(()).unwrap()
