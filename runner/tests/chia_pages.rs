@@ -47,9 +47,6 @@ fn blocks(c: &mut Canister, name: &str, n: u32) -> (Result<ChiaProgress, Error>,
 }
 
 fn add(s: &mut Stretch, p: &ChiaProgress, message_instructions: u64, pages: u64) {
-    if s.messages == 0 {
-        s.coins_before = p.coins_total - p.coins;
-    }
     s.messages += 1;
     s.blocks += p.blocks;
     s.coins += p.coins;

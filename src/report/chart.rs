@@ -18,14 +18,19 @@ use super::sysrepo::mean_per_try;
 
 /// The colour of a backend's series (fixed per backend, so charts compare at a glance).
 pub fn colour(backend: Backend) -> RGBColor {
-    const PALETTE: [RGBColor; 4] =
-        [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
     match BACKENDS.iter().position(|b| *b == backend) {
         Some(i) => PALETTE[i % PALETTE.len()],
         // The sysrepo baseline (whole datastore): grey, the colour of "the old way".
-        None => RGBColor(127, 127, 127),
+        None => GREY,
     }
 }
+
+/// The series colours, in order.
+const PALETTE: [RGBColor; 4] =
+    [RGBColor(31, 119, 180), RGBColor(255, 127, 14), RGBColor(44, 160, 44), RGBColor(214, 39, 40)];
+
+/// A baseline's colour.
+const GREY: RGBColor = RGBColor(127, 127, 127);
 
 /// Axis labels: `200`, `10k`, `1.5M`, `2B`.
 fn compact(v: f64) -> String {
@@ -335,20 +340,15 @@ pub fn chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2]) -> S
 }
 
 fn draw_chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2], svg: &mut String) -> Drawn {
-    const PALETTE: [RGBColor; 5] = [
-        RGBColor(127, 127, 127),
-        RGBColor(31, 119, 180),
-        RGBColor(255, 127, 14),
-        RGBColor(44, 160, 44),
-        RGBColor(214, 39, 40),
-    ];
+    // The baseline schema grey, as the sysrepo chart draws its baseline; the others as backends.
+    let colours = [GREY, PALETTE[0], PALETTE[1], PALETTE[2], PALETTE[3]];
     {
         let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
         root.fill(&WHITE)?;
         let root = root
             .titled("Chia coin-store replay: instructions per created coin against coins stored", ("sans-serif", 22))?;
         let (strip, grid) = root.split_vertically(36);
-        let keys: Vec<(RGBColor, &str)> = names.iter().enumerate().map(|(i, n)| (PALETTE[i % 5], *n)).collect();
+        let keys: Vec<(RGBColor, &str)> = names.iter().enumerate().map(|(i, n)| (colours[i % 5], *n)).collect();
         legend_keys(&strip, Mark::Line, &keys)?;
         let xs = lines.iter().flatten().flatten().flat_map(|l| l.iter().map(|(x, _)| *x));
         let x_range = log_range(xs, (1e4, 1e5));
@@ -356,7 +356,7 @@ fn draw_chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2], svg
         for (r, row) in rows.iter().enumerate() {
             for (k, what) in ["per 10,000-coin chunk", "over the replay so far"].iter().enumerate() {
                 let series: Vec<Line> =
-                    lines[r][k].iter().enumerate().map(|(i, l)| (PALETTE[i % 5], l.clone())).collect();
+                    lines[r][k].iter().enumerate().map(|(i, l)| (colours[i % 5], l.clone())).collect();
                 line_panel_keys(
                     &panels[r * 2 + k],
                     &format!("{row}: {what}"),

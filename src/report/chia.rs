@@ -3,8 +3,23 @@
 //! and every sentence is computed from the results; a cell that was not measured leaves "–".
 
 use std::collections::BTreeMap;
+use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
+
+use stablebench_grid::cells::{size_label, Cell, Op, CHIA_PROFILES};
+use stablebench_grid::chia::{
+    Schema, BLOCK_READS, CHUNK_COINS, LOOKUPS, MAINNET_CREATIONS, MAINNET_SPENDS, REWIND_BLOCKS, SCHEMAS, SEED, SIZES,
+};
+use stablebench_grid::grouped;
+use stablebench_grid::ic::{prices, UPDATE_INSTRUCTION_LIMIT, WASM_PAGE_BYTES};
+
+use super::chart;
+use super::human;
+use super::results::{Record, Results};
+use super::sysrepo::comparison;
+use crate::chia::{chain, replay, ChainSpec, Model};
+use crate::kv::NoProbe;
 
 /// A stretch of `bench_chia_blocks` messages of one replay, summed.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -17,8 +32,6 @@ pub struct Stretch {
     pub coins: u64,
     /// Coins they spent.
     pub spends: u64,
-    /// Coins stored when the stretch began.
-    pub coins_before: u64,
     /// Stable-memory pages (4 KiB) the messages dirtied, each message's count summed: what the
     /// replica charges 1,000 instructions apiece and limits per message.
     pub dirtied_pages: u64,
@@ -67,21 +80,6 @@ pub struct PagesResults {
 /// Where the block-by-block results live, relative to the repository.
 pub const PAGES_RESULTS: &str = "chia_pages_results.yml";
 
-use std::fmt::Write;
-
-use stablebench_grid::cells::{size_label, Cell, Op, CHIA_PROFILES};
-use stablebench_grid::chia::{
-    Schema, BLOCK_READS, CHUNK_COINS, LOOKUPS, MAINNET_CREATIONS, MAINNET_SPENDS, REWIND_BLOCKS, SCHEMAS, SEED, SIZES,
-};
-use stablebench_grid::grouped;
-use stablebench_grid::ic::{prices, UPDATE_INSTRUCTION_LIMIT, WASM_PAGE_BYTES};
-
-use super::chart;
-use super::human;
-use super::results::{Record, Results};
-use super::sysrepo::comparison;
-use crate::chia::{chain, replay, BlockSpendInfo, ChainSpec, CoinInfo, Hash};
-
 /// The generated Chia report.
 pub struct ChiaReport {
     /// `docs/chia.md`.
@@ -106,40 +104,9 @@ struct ChainFacts {
     chunk_coins: Vec<u64>,
 }
 
-/// A schema that keeps nothing: to walk the chain through [`replay`] and get its chunks.
-struct Nothing;
-
-impl crate::chia::Schema for Nothing {
-    fn accept_block(&mut self, _: &BlockSpendInfo) -> crate::Result<()> {
-        Ok(())
-    }
-    fn flush(&mut self) -> crate::Result<()> {
-        Ok(())
-    }
-    fn coin_infos_for_coin_names(&mut self, _: &[Hash]) -> crate::Result<Vec<CoinInfo>> {
-        Ok(Vec::new())
-    }
-    fn block_info_for_block_index(&mut self, _: u32) -> crate::Result<Option<BlockSpendInfo>> {
-        Ok(None)
-    }
-    fn rewind_to_block_index(&mut self, _: u32) -> crate::Result<()> {
-        Ok(())
-    }
-}
-
-struct NoProbe;
-
-impl crate::kv::Probe for NoProbe {
-    fn instructions(&self) -> u64 {
-        0
-    }
-    fn phase<R>(&self, _: &'static str, f: impl FnOnce() -> R) -> R {
-        f()
-    }
-}
-
 fn chain_facts(coins: u64) -> ChainFacts {
-    let r = replay(&mut Nothing, chain(ChainSpec { coins, seed: SEED }), CHUNK_COINS, &NoProbe)
+    // The model is a schema too: the replay closes the chunks exactly as in the canister.
+    let r = replay(&mut Model::new(), chain(ChainSpec { coins, seed: SEED }), CHUNK_COINS, &NoProbe)
         .expect("the grid's chain replays");
     ChainFacts {
         blocks: r.blocks,
@@ -173,32 +140,25 @@ pub fn generate(results: &Results, pages: &PagesResults, command: &str, date: &s
     let big = &facts.last().expect("sizes").1;
     let names: Vec<&str> = SCHEMAS.iter().map(|s| s.name()).collect();
     let lines: [[chart::PanelLines; 2]; 2] = [0, 1].map(|p| {
-        let per_chunk = SCHEMAS
+        // Per schema and chunk: (coins stored, the chunk's instructions per coin, the replay's so far).
+        type Point = (f64, Option<f64>, Option<f64>);
+        let curves: Vec<Vec<Point>> = SCHEMAS
             .iter()
             .map(|&s| {
-                (0..big.chunk_totals.len())
-                    .map(|i| {
-                        let v = cell(results, s, largest, p)
-                            .and_then(|(_, r)| r.scope(&chunk_name(i)))
-                            .map(|m| m.instructions as f64 / big.chunk_coins[i] as f64);
-                        (big.chunk_totals[i] as f64, v)
-                    })
-                    .collect()
-            })
-            .collect();
-        let so_far = SCHEMAS
-            .iter()
-            .map(|&s| {
+                let record = cell(results, s, largest, p).map(|(_, r)| r);
                 let mut sum = 0u64;
                 (0..big.chunk_totals.len())
                     .map(|i| {
-                        let m = cell(results, s, largest, p).and_then(|(_, r)| r.scope(&chunk_name(i)));
+                        let m = record.and_then(|r| r.scope(&chunk_name(i)));
                         sum += m.map_or(0, |m| m.instructions);
-                        (big.chunk_totals[i] as f64, m.map(|_| sum as f64 / big.chunk_totals[i] as f64))
+                        let x = big.chunk_totals[i] as f64;
+                        (x, m.map(|m| m.instructions as f64 / big.chunk_coins[i] as f64), m.map(|_| sum as f64 / x))
                     })
                     .collect()
             })
             .collect();
+        let per_chunk = curves.iter().map(|c| c.iter().map(|&(x, y, _)| (x, y)).collect()).collect();
+        let so_far = curves.iter().map(|c| c.iter().map(|&(x, _, y)| (x, y)).collect()).collect();
         [per_chunk, so_far]
     });
     let svg = chart::chia(&names, &PROFILE_TITLES, &lines);
