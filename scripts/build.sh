@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one build path (dfx.json, canbench.yml, CI and the README call it).
 #
-#   scripts/build.sh [production|bench|all]      (default: production)
+#   scripts/build.sh [production|bench|vfs|vfs_bench|all]      (default: production)
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
 #               candid:service metadata, checked against canister/stablebench.did.
@@ -10,12 +10,16 @@
 #               and the live benchmark methods, checked against canister/stablebench_bench.did.
 # Both are built for wasm32-wasip1 with the `canister` profile and converted by wasi2ic, which
 # replaces the WASI imports with ic-wasi-polyfill's implementations over stable memory.
+# vfs        -> target/canister/stablebench_vfs.wasm: the ic-sqlite-vfs canister (vfs/), built for
+#               wasm32-unknown-unknown (no WASI, no wasi2ic), checked against vfs/stablebench_vfs.did.
+# vfs_bench  -> target/canister/stablebench_vfs_bench.wasm: the same with its `__canbench__*` queries
+#               (vfs/canbench.yml).
 source "$(dirname "$0")/lib.sh"
 
 variant=${1:-production}
 case "$variant" in
-  production|bench|all) ;;
-  *) die "unknown variant '$variant' (expected production, bench or all)" ;;
+  production|bench|vfs|vfs_bench|all) ;;
+  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench or all)" ;;
 esac
 
 ensure_rust
@@ -31,23 +35,39 @@ build() {
   "$WASI2IC" -q "target/$WASM_TARGET/canister/stablebench_canister.wasm" "$OUT_DIR/$name.wasm"
 }
 
-# check_and_embed NAME: fails if the wasm's methods (canister_update/query exports) and
+# build_vfs NAME [cargo feature args...]: compiles the ic-sqlite-vfs canister, writes $OUT_DIR/NAME.wasm.
+build_vfs() {
+  local name=$1; shift
+  log "building $name.wasm"
+  cargo build --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-vfs "$@"
+  cp "target/$VFS_WASM_TARGET/canister/stablebench_vfs.wasm" "$OUT_DIR/$name.wasm"
+}
+
+# check_and_embed NAME [DID]: fails if the wasm's methods (canister_update/query exports) and
 # canister/NAME.did disagree either way, then embeds the .did as public candid:service metadata
 # (the Candid UI and `stablebench-runner call` read it). Other exports (lifecycle hooks, the WASI
 # polyfill's __ic_custom_* functions) are not methods: they are listed as hidden so that only
 # methods are compared.
 check_and_embed() {
-  local name=$1 did=canister/$1.did
+  local name=$1 did=${2:-canister/$1.did}
   "$IC_WASM" "$OUT_DIR/$name.wasm" info \
     | sed -n '/^Exported methods: \[/,/^]/s/^ *"\(.*\) (.*)",\{0,1\}$/\1/p' \
     | grep -v -E '^canister_(update|query|composite_query) ' > "$OUT_DIR/$name.hidden-endpoints.txt" || true
+  # The ic-sqlite-vfs canister also exports its SQLite's libc shims (memchr, realloc, ...;
+  # ic-sqlite-vfs defines them `extern "C"` for wasm32-unknown-unknown) and, in the bench wasm,
+  # canbench's `__canbench__*`/`__tracing__*` queries: none is a method of its .did.
+  case $name in
+    stablebench_vfs|stablebench_vfs_bench)
+      "$IC_WASM" "$OUT_DIR/$name.wasm" info | sed -n '/^Exported methods: \[/,/^]/s/^ *"\([^"(]*[^" (]\)\( (.*)\)\{0,1\}",\{0,1\}$/\1/p' \
+        | grep -v -E '^canister_(update|query|composite_query) [a-z]' | sed 's/^\(canister_[a-z_]*\) /\1:/' > "$OUT_DIR/$name.hidden-endpoints.txt" || true ;;
+  esac
   "$IC_WASM" "$OUT_DIR/$name.wasm" check-endpoints --candid "$did" \
     --hidden "$OUT_DIR/$name.hidden-endpoints.txt" >&2 || die "the methods of $name.wasm differ from $did"
   # After the check: check-endpoints reads an embedded candid:service before its --candid file.
   # The bench wasm keeps its name section (ic-wasm drops it otherwise): function names for
   # `stablebench-runner bench --profile`; custom sections cost no instructions.
   local keep=()
-  [ "$name" = stablebench_bench ] && keep=(--keep-name-section)
+  case $name in stablebench_bench|stablebench_vfs_bench) keep=(--keep-name-section) ;; esac
   "$IC_WASM" "$OUT_DIR/$name.wasm" -o "$OUT_DIR/$name.wasm" metadata candid:service -f "$did" -v public "${keep[@]}"
 }
 
@@ -58,5 +78,13 @@ fi
 if [ "$variant" = bench ] || [ "$variant" = all ]; then
   build stablebench_bench --features canbench
   check_and_embed stablebench_bench
+fi
+if [ "$variant" = vfs ] || [ "$variant" = all ]; then
+  build_vfs stablebench_vfs
+  check_and_embed stablebench_vfs vfs/stablebench_vfs.did
+fi
+if [ "$variant" = vfs_bench ] || [ "$variant" = all ]; then
+  build_vfs stablebench_vfs_bench --features canbench
+  check_and_embed stablebench_vfs_bench vfs/stablebench_vfs.did
 fi
 log "done: $(cd "$OUT_DIR" && ls -1 *.wasm* | tr '\n' ' ')"

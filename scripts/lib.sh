@@ -1,5 +1,5 @@
 # Shared by the scripts in this folder (sourced, not run). Installs what a fresh machine lacks:
-# the Rust toolchain pinned in rust-toolchain.toml with rustfmt, clippy and the wasm32-wasip1 target, and the pinned
+# the Rust toolchain pinned in rust-toolchain.toml with rustfmt, clippy and both wasm targets, and the pinned
 # cargo tools (wasi2ic, ic-wasm) in a versioned cache so a second run is instant.
 
 set -euo pipefail
@@ -17,6 +17,8 @@ TOOLS_DIR=${STABLEBENCH_TOOLS:-$HOME/.cache/stablebench/tools}
 # Built wasm files: production (dfx) and bench (canbench, offline runner).
 OUT_DIR=$ROOT/target/canister
 WASM_TARGET=wasm32-wasip1
+# The ic-sqlite-vfs canister (vfs/): no WASI, so no wasi2ic.
+VFS_WASM_TARGET=wasm32-unknown-unknown
 
 log() { printf '[stablebench] %s\n' "$*" >&2; }
 die() { printf '[stablebench] error: %s\n' "$*" >&2; exit 1; }
@@ -26,7 +28,7 @@ toolchain_channel() {
   sed -n 's/^channel *= *"\(.*\)"/\1/p' "$ROOT/rust-toolchain.toml"
 }
 
-# Installs the pinned toolchain and the wasm32-wasip1 target if missing. RUSTUP_AUTO_INSTALL=0
+# Installs the pinned toolchain and both wasm targets if missing. RUSTUP_AUTO_INSTALL=0
 # machines do not fetch what rust-toolchain.toml names by themselves.
 ensure_rust() {
   command -v rustup >/dev/null || die "rustup is not installed: see https://rustup.rs (the build needs rustup to add the $WASM_TARGET target)"
@@ -44,10 +46,13 @@ ensure_rust() {
       rustup component add "$component" --toolchain "$channel" || die "could not add component $component"
     fi
   done
-  if ! rustup target list --installed --toolchain "$channel" | grep -qx "$WASM_TARGET"; then
-    log "adding target $WASM_TARGET to Rust $channel"
-    rustup target add "$WASM_TARGET" --toolchain "$channel" || die "could not add target $WASM_TARGET"
-  fi
+  local target
+  for target in "$WASM_TARGET" "$VFS_WASM_TARGET"; do
+    if ! rustup target list --installed --toolchain "$channel" | grep -qx "$target"; then
+      log "adding target $target to Rust $channel"
+      rustup target add "$target" --toolchain "$channel" || die "could not add target $target"
+    fi
+  done
 }
 
 # Prints the path of cargo tool $1 at exactly version $2, installing it into the cache if neither

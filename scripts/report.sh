@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Regenerates the reports from canbench_results.yml: the pragma guide's docs/results.md and its
+# Regenerates the reports from canbench_results.yml (and vfs/canbench_results.yml): the pragma guide's docs/results.md and its
 # heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
 # docs/kv_nodestore.svg, the sysrepo report docs/sysrepo.md with docs/sysrepo.svg, the Chia report
 # docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark
-# wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), and the
+# wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), docs/vfs.md (ic-rusqlite against
+# ic-sqlite-vfs), and the
 # README's generated tables (results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
-# sysrepo, Chia), then measures one call per key-value backend on the production wasm
+# sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm
+# files of both canisters
 # (runner/tests/per_call.rs: per_call_results.yml and the README's per-call table, which quotes the
 # benchmarks' numbers next to it).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
@@ -23,5 +25,6 @@ STABLEBENCH_REGENERATE_CHIA_PAGES=1 cargo test --locked --release -p stablebench
 cargo test --locked --release --test readme >&2
 # The production wasm of these sources (cargo rebuilds only what changed), never a stale one.
 "$ROOT/scripts/build.sh" production
+"$ROOT/scripts/build.sh" vfs
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"

@@ -10,6 +10,9 @@ ensure_rust
 log "checking formatting and lints"
 cargo fmt --all --check || die "cargo fmt --all --check failed: run cargo fmt --all"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings || die "clippy found warnings"
+# The ic-sqlite-vfs canister's storage code exists for wasm32 only: lint it on its target too.
+cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-vfs --all-features -- -D warnings \
+  || die "clippy found warnings in the ic-sqlite-vfs canister (wasm32-unknown-unknown)"
 
 "$ROOT/scripts/build.sh" all
 
@@ -21,12 +24,19 @@ exports() { "$IC_WASM" "$OUT_DIR/$1" info | sed -n '/^Exported methods: \[/,/^]/
 benches=$(exports stablebench_bench.wasm | grep -c '"canister_query __canbench__' || true)
 recorded=$(grep -cE '^  [a-z0-9_]+:$' canbench_results.yml || true)
 [ "$benches" -eq "$recorded" ] || die "stablebench_bench.wasm exports $benches __canbench__ queries, canbench_results.yml records $recorded"
-if exports stablebench.wasm | grep -q __canbench__; then
-  die "the production wasm exports __canbench__ queries"
-fi
+vfs_benches=$(exports stablebench_vfs_bench.wasm | grep -c '"canister_query __canbench__' || true)
+vfs_recorded=$(grep -cE '^  [a-z0-9_]+:$' vfs/canbench_results.yml || true)
+[ "$vfs_benches" -eq "$vfs_recorded" ] \
+  || die "stablebench_vfs_bench.wasm exports $vfs_benches __canbench__ queries, vfs/canbench_results.yml records $vfs_recorded"
+for wasm in stablebench.wasm stablebench_vfs.wasm; do
+  if exports "$wasm" | grep -q __canbench__; then
+    die "the production wasm $wasm exports __canbench__ queries"
+  fi
+done
 WASI2IC=$(ensure_cargo_tool wasi2ic "$WASI2IC_VERSION")
-for wasm in stablebench.wasm stablebench_bench.wasm; do
-  # After wasi2ic, every import must be an IC system API (module ic0): no WASI left.
+for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stablebench_vfs_bench.wasm; do
+  # After wasi2ic (ic-rusqlite) or as built (ic-sqlite-vfs), every import must be an IC system
+  # API (module ic0): no WASI, no JavaScript.
   imports=$("$WASI2IC" -i "$OUT_DIR/$wasm")
   grep -q '^ *import "ic0"' <<<"$imports" || die "cannot list the imports of $wasm"
   others=$(awk '$1 == "import" && $2 != "\"ic0\"" {print $2 "." $3}' <<<"$imports")
@@ -50,6 +60,7 @@ done
 grep -q '^| add_users | 1 | 0 |' "$load_log" && grep -q '^| add_orders | 1 | 0 |' "$load_log" \
   || die "the second scripts/load.sh run added rows: $(cat "$load_log")"
 
-log "running every benchmark of the grid (offline runner, checked against canbench_results.yml)"
+log "running every benchmark of the grid (offline runner, checked against canbench_results.yml and vfs/canbench_results.yml)"
 cargo build --locked --release -p stablebench-runner
 "$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check
+(cd vfs && "$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check)

@@ -14,6 +14,8 @@ pub mod kv;
 pub mod results;
 #[cfg(feature = "report")]
 pub mod sysrepo;
+#[cfg(feature = "report")]
+pub mod vfs;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
 use stablebench::report::results::Results;
-use stablebench::report::{self, chia, kv, sysrepo, Measured};
+use stablebench::report::{self, chia, kv, sysrepo, vfs, Measured};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -33,6 +33,8 @@ fn bench_table() -> String {
 }
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/canbench_results.yml");
+const VFS_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/vfs/canbench_results.yml");
+const VFS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/vfs.md");
 const RESULTS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.md");
 const RESULTS_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.svg");
 const KV_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv.md");
@@ -46,7 +48,8 @@ const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/chia_pages_result
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
-    Results::from_canbench_yml(&std::fs::read_to_string(RESULTS).unwrap()).unwrap_or_else(|e| panic!("{e}"))
+    let (main, vfs) = (std::fs::read_to_string(RESULTS).unwrap(), std::fs::read_to_string(VFS_RESULTS).unwrap());
+    Results::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The totals as the pragma guide's report reads them (it looks up the users/orders names only).
@@ -96,6 +99,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         serde_yaml::from_str(&std::fs::read_to_string(CHIA_PAGES).expect("chia_pages_results.yml"))
             .expect("chia_pages_results.yml parses");
     let chia = chia::generate(&results, &pages, command, &date);
+    let vfs = vfs::generate(&results, command, &date);
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -107,6 +111,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "kv-patterns", &kv.patterns);
     let want = splice(&want, "sysrepo-summary", &sysrepo.readme);
     let want = splice(&want, "chia-summary", &chia.readme);
+    let want = splice(&want, "vfs-summary", &vfs.readme);
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),
@@ -117,6 +122,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         (SYSREPO_SVG, &sysrepo.svg),
         (CHIA_MD, &chia.markdown),
         (CHIA_SVG, &chia.svg),
+        (VFS_MD, &vfs.markdown),
     ];
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
         std::fs::write(README, &want).unwrap();

@@ -39,19 +39,21 @@ use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::heap::HeapKv;
 use stablebench::kv::sqlite::{self, Layout, SqliteKv};
 use stablebench::kv::stable::StableKv;
-use stablebench::kv::{nodestore, trie, KvStore, Probe};
+use stablebench::kv::{trie, KvStore};
 use stablebench::query::Rows;
 use stablebench::sysrepo::blob::BlobStore;
 use stablebench::sysrepo::sqlite::SqliteStore;
 use stablebench::sysrepo::stable::StableStore;
 use stablebench::sysrepo::{self, TRIES};
-use stablebench_grid::cells::{self, Backend, Cache, Cell, Op};
+use stablebench_grid::cells::{self, Backend, Cell, Op};
 use stablebench_grid::chia as chia_grid;
 use stablebench_grid::ic::memory_ids;
 use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
 
 use crate::db;
+pub use crate::measure::{checked_run, measure_kv, pages, trie_setup, verdict, Counter, Measured};
+use crate::measure::{measure_nodestore, measure_trie};
 
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
 
@@ -75,7 +77,7 @@ pub fn run(name: &str) -> BenchResult {
             measure_users_orders(b)
         }
         Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(name, &cell, |store| {
-            let setup = trie_setup(name, &cell, store);
+            let setup = trie_setup(&cell, store, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
             let mut measured = measure_trie(&cell, store);
             if let Ok((result, _)) = &mut measured {
                 result.scopes.insert(scopes::SETUP.to_string(), setup);
@@ -96,40 +98,6 @@ pub fn run(name: &str) -> BenchResult {
     match oracle {
         Oracle::Pass(_) => result,
         Oracle::Fail(why) => fail(name, "verify", why),
-    }
-}
-
-/// A measured step's canbench result and the oracle's verdict on what it returned; `Err` when the
-/// step itself failed.
-pub type Measured = Result<(BenchResult, Oracle), String>;
-
-/// A workload run's result, or what the benchmark reports instead: a
-/// [`WrongResult`](stablebench::Error::WrongResult) is the oracle's verdict (a check failed, the
-/// numbers are void), any other error a failed step.
-fn checked_run<T>(run: stablebench::Result<T>) -> Result<T, Measured> {
-    match run {
-        Ok(t) => Ok(t),
-        Err(stablebench::Error::WrongResult(why)) => {
-            Err(Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why))))
-        }
-        Err(e) => Err(Err(e.to_string())),
-    }
-}
-
-/// Runs the measured step of a key-value cell (trie read or write, NodeStore) on `store`, which
-/// holds what the cell's setup built.
-pub fn measure_kv(cell: &Cell, store: &mut dyn KvStore) -> Measured {
-    match cell.op {
-        Op::TrieRead(_) | Op::TrieWrite(_) => measure_trie(cell, store),
-        Op::NodeStore => measure_nodestore(cell, store),
-        _ => Err(format!("{} is not a key-value store cell", cell.name())),
-    }
-}
-
-fn verdict(checked: Result<String, String>) -> Oracle {
-    match checked {
-        Ok(what) => Oracle::Pass(what),
-        Err(why) => Oracle::Fail(why),
     }
 }
 
@@ -156,25 +124,6 @@ fn report_reply_bytes(output: Output) {
     }
 }
 
-/// The canister's [`Probe`]: the instruction counter canbench reads, and `bench_scope`.
-pub(crate) struct Counter;
-
-impl Probe for Counter {
-    fn instructions(&self) -> u64 {
-        crate::limits::instructions()
-    }
-    fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
-        let _scope = bench_scope(name);
-        f()
-    }
-}
-
-/// Heap and stable memory sizes in wasm pages, as canbench measures them.
-fn pages() -> (u64, u64) {
-    let page = stablebench_grid::ic::WASM_PAGE_BYTES;
-    (crate::memory::heap_bytes() / page, crate::memory::stable_bytes() / page)
-}
-
 /// Opens the cell's backend, new and empty, and runs `f` on it.
 fn with_fresh_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> Measured) -> Measured {
     match cell.backend {
@@ -190,52 +139,8 @@ fn with_fresh_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) ->
         Backend::StableBTreeMap => f(&mut StableKv::init(db::memory(memory_ids::STABLE_BTREEMAP))),
         Backend::HeapBTreeMap => f(&mut HeapKv::default()),
         Backend::Blob => fail(name, "open", "blob is a sysrepo store, not a key-value backend"),
+        Backend::SqliteVfs | Backend::SqliteVfsRowid => fail(name, "open", "an ic-sqlite-vfs cell (stablebench_vfs)"),
     }
-}
-
-/// Loads the trie data set in one go, recorded as scope `setup` (outside `total`): what loading
-/// it costs in one message, and how much heap and stable memory it takes, so the report can say
-/// which setups only canbench can run in one message and where the heap would run out.
-fn trie_setup(name: &str, cell: &Cell, store: &mut dyn KvStore) -> Measurement {
-    let data = TrieDataset { size: cell.size, seed: KV_SEED };
-    let ((heap_s, stable_s), start) = (pages(), Counter.instructions());
-    trie::load(store, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
-    let (heap0, stable0) = pages();
-    Measurement {
-        calls: 1,
-        instructions: Counter.instructions() - start,
-        heap_increase: heap0 - heap_s,
-        stable_memory_increase: stable0 - stable_s,
-    }
-}
-
-/// The trie read or write iterations on a store holding the cell's data set.
-fn measure_trie(cell: &Cell, store: &mut dyn KvStore) -> Measured {
-    let data = TrieDataset { size: cell.size, seed: KV_SEED };
-    let (heap0, stable0) = pages();
-    let samples = match cell.op {
-        Op::TrieRead(cache) => trie::read(store, &data, cache == Cache::Cold, &Counter),
-        Op::TrieWrite(cache) => trie::write(store, &data, cache == Cache::Cold, &Counter),
-        _ => unreachable!("measure_trie runs trie reads and writes"),
-    };
-    // trie::read and trie::write check every value against the data set: a wrong one is the
-    // oracle's verdict, any other error a failed step.
-    let samples = match checked_run(samples) {
-        Ok(samples) => samples,
-        Err(measured) => return measured,
-    };
-    let (heap1, stable1) = pages();
-    let total = Measurement {
-        calls: samples.0.len() as u64,
-        instructions: samples.total(),
-        heap_increase: heap1 - heap0,
-        stable_memory_increase: stable1 - stable0,
-    };
-    let trimmed = samples.trimmed();
-    let w_avg =
-        Measurement { calls: trimmed.len() as u64, instructions: trimmed.iter().sum(), ..Measurement::default() };
-    let checked = Ok(format!("{} iterations, every value as the data set has it", samples.0.len()));
-    Ok((BenchResult { total, scopes: BTreeMap::from([(scopes::W_AVG.to_string(), w_avg)]) }, verdict(checked)))
 }
 
 /// The heap map's upgrade: written whole to stable memory and read back, as scopes `save` and
@@ -259,25 +164,6 @@ pub fn measure_trie_upgrade(cell: &Cell, heap: &HeapKv) -> Measured {
         Ok(format!("{} keys read back as saved", data.len()))
     } else {
         Err(format!("{} keys read back, {} saved, {} expected", loaded.map().len(), heap.map().len(), data.len()))
-    };
-    Ok((result, verdict(checked)))
-}
-
-fn measure_nodestore(cell: &Cell, store: &mut dyn KvStore) -> Measured {
-    let mut run = None;
-    let mut result = bench_fn(|| run = Some(nodestore::run(store, cell.size, nodestore::SEED, &Counter)));
-    // `total` is the phases themselves: generating each phase's objects and checking what it
-    // fetched happen between the scopes (see `stablebench::kv::nodestore`), not in the measure.
-    // `calls` stays bench_fn's 1: the phases are one benchmark, not seven messages, so the runner's
-    // per-call limits check sees the whole run.
-    result.total.instructions = result.scopes.values().map(|m| m.instructions).sum();
-    let run = run.expect("bench_fn ran").map_err(|e| e.to_string())?;
-    let expected = nodestore::expected(cell.size, nodestore::SEED);
-    let checked = if run == expected {
-        ic_cdk::api::debug_print(format!("stablebench: nodestore_hits={:?}", run.hits));
-        Ok(format!("hits {:?} as the model predicts", run.hits))
-    } else {
-        Err(format!("got {run:?}, expected {expected:?}"))
     };
     Ok((result, verdict(checked)))
 }

@@ -63,6 +63,9 @@ impl TryFrom<Backend> for KvBackend {
             Backend::Blob => {
                 Err(Error::InvalidArgument { message: "blob is a sysrepo store, not a key-value backend".to_string() })
             }
+            Backend::SqliteVfs | Backend::SqliteVfsRowid => Err(Error::InvalidArgument {
+                message: format!("{} runs in the ic-sqlite-vfs canister (stablebench_vfs)", b.name()),
+            }),
         }
     }
 }

@@ -19,6 +19,8 @@ mod limits;
 mod benches;
 #[cfg(feature = "canbench")]
 mod live;
+#[cfg(feature = "canbench")]
+mod measure;
 
 use candid::{CandidType, Deserialize, Principal};
 use stablebench::jobs::{self, guarded};

@@ -96,3 +96,35 @@ pub struct Stats {
     /// Current values of the reported pragmas.
     pub pragmas: Vec<ActivePragma>,
 }
+
+/// The ic-sqlite-vfs canister's API (`vfs/stablebench_vfs.did`): its error type and limits,
+/// here so that the runner's tests decode its replies without linking the canister.
+#[cfg(feature = "candid")]
+pub mod vfs {
+    /// The largest value `kv_put` accepts: 1 MiB (an ingress message carries at most 2 MiB).
+    pub const MAX_VALUE_BYTES: usize = 1 << 20;
+
+    /// The most trie entries one `kv_load` call stores (with their warm-ups, in transactions of
+    /// 10,000): about 4 B instructions at 200,000 keys, far inside one 40 B update.
+    pub const MAX_LOAD_PER_CALL: u64 = 50_000;
+
+    /// Why a call failed.
+    #[derive(Clone, Debug, PartialEq, candid::CandidType, serde::Deserialize)]
+    pub enum Error {
+        /// The caller is not a controller of this canister.
+        NotController {
+            /// Who called.
+            caller: candid::Principal,
+        },
+        /// An argument is out of range (the text says which); nothing was changed.
+        InvalidArgument {
+            /// What is wrong.
+            message: String,
+        },
+        /// SQLite or ic-sqlite-vfs failed; nothing was changed.
+        Storage {
+            /// The error as the library reports it.
+            message: String,
+        },
+    }
+}

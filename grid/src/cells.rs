@@ -30,7 +30,43 @@ pub enum Backend {
     /// The whole datastore as one JSON document in stable memory, parsed on every load and
     /// written whole on every change (sysrepo's "JSON DS file" plugin; sysrepo cells only).
     Blob,
+    /// SQLite via ic-sqlite-vfs 2.1 (its VFS straight over stable memory, its precompiled
+    /// SQLite 3.53.4), `kv ... WITHOUT ROWID` as [`Backend::Sqlite`]; the users/orders steps'
+    /// backend in the ic-sqlite-vfs canister.
+    SqliteVfs,
+    /// SQLite via ic-sqlite-vfs, the rowid layout of [`Backend::SqliteRowid`].
+    SqliteVfsRowid,
 }
+
+/// The canister a cell runs in: each has its own wasm, canbench.yml and results file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Canister {
+    /// `canister/`: ic-rusqlite (SQLite over WASI, converted by wasi2ic) and the maps;
+    /// `canbench.yml` and `canbench_results.yml` at the repository's root.
+    Main,
+    /// `vfs/`: SQLite over ic-sqlite-vfs (wasm32-unknown-unknown); `vfs/canbench.yml` and
+    /// `vfs/canbench_results.yml`.
+    Vfs,
+}
+
+impl Canister {
+    /// Both, in the order scripts run them.
+    pub const ALL: [Canister; 2] = [Canister::Main, Canister::Vfs];
+
+    /// The directory of its `canbench.yml` and results file, relative to the repository.
+    pub const fn dir(self) -> &'static str {
+        match self {
+            Canister::Main => ".",
+            Canister::Vfs => "vfs",
+        }
+    }
+}
+
+/// The ic-sqlite-vfs backends, in report order.
+pub const VFS_BACKENDS: [Backend; 2] = [Backend::SqliteVfs, Backend::SqliteVfsRowid];
+
+/// The trie sizes the ic-sqlite-vfs backends run at: a small database and the DbWeight size.
+pub const VFS_TRIE_SIZES: [u64; 2] = [10_000, DB_WEIGHT_SIZE];
 
 /// Every key-value backend, in report order (the baseline, `stable_btreemap`, first).
 pub const BACKENDS: [Backend; 4] =
@@ -49,12 +85,22 @@ impl Backend {
             Backend::StableBTreeMap => "stable_btreemap",
             Backend::HeapBTreeMap => "heap_btreemap",
             Backend::Blob => "blob",
+            Backend::SqliteVfs => "sqlite_vfs",
+            Backend::SqliteVfsRowid => "sqlite_vfs_rowid",
         }
     }
 
     /// Whether it is SQLite, so a pragma profile applies.
     pub const fn is_sqlite(self) -> bool {
-        matches!(self, Backend::Sqlite | Backend::SqliteRowid)
+        matches!(self, Backend::Sqlite | Backend::SqliteRowid | Backend::SqliteVfs | Backend::SqliteVfsRowid)
+    }
+
+    /// The canister that runs it.
+    pub const fn canister(self) -> Canister {
+        match self {
+            Backend::SqliteVfs | Backend::SqliteVfsRowid => Canister::Vfs,
+            _ => Canister::Main,
+        }
     }
 
     /// One line on what it is.
@@ -67,6 +113,8 @@ impl Backend {
                 "std BTreeMap in the heap, written whole to stable memory in pre_upgrade, read back in post_upgrade"
             }
             Backend::Blob => "the whole datastore as one JSON document in stable memory, parsed and written whole",
+            Backend::SqliteVfs => "SQLite via ic-sqlite-vfs 2.1, `kv(key BLOB PRIMARY KEY, value BLOB) WITHOUT ROWID`",
+            Backend::SqliteVfsRowid => "SQLite via ic-sqlite-vfs 2.1, rowid table with a UNIQUE index on the key",
         }
     }
 }
@@ -209,8 +257,9 @@ impl Cell {
     /// The canbench name (see the module documentation for the pattern).
     pub fn name(&self) -> String {
         let base = match self.op {
-            // The nine keep the names they were published with: their step names carry size and shape.
-            Op::UsersOrders(b) => b.name().to_string(),
+            // The nine keep the names they were published with: their step names carry size and
+            // shape, and start with the backend (`sqlite_`, which another backend replaces).
+            Op::UsersOrders(b) => format!("{}_{}", self.backend.name(), b.name().trim_start_matches("sqlite_")),
             Op::TrieRead(c) => format!("{}_trie_read_{}_{}", self.backend.name(), size_label(self.size), c.name()),
             Op::TrieWrite(c) => format!("{}_trie_write_{}_{}", self.backend.name(), size_label(self.size), c.name()),
             Op::TrieUpgrade => format!("{}_trie_upgrade_{}", self.backend.name(), size_label(self.size)),
@@ -338,7 +387,35 @@ pub fn cells() -> Vec<Cell> {
             }
         }
     }
+    // The ic-sqlite-vfs canister: the nine under the library's settings and with the recommended
+    // cache budget, then the key-value workloads under the latter (both layouts).
+    for p in profiles::VFS_PROFILES {
+        for b in BENCHES {
+            out.push(Cell { op: Op::UsersOrders(b), size: 0, backend: Backend::SqliteVfs, profile: Some(p) });
+        }
+    }
+    for backend in VFS_BACKENDS {
+        let profile = Some(profiles::VFS_CACHE_768MIB);
+        for size in VFS_TRIE_SIZES {
+            for op in [
+                Op::TrieRead(Cache::Warm),
+                Op::TrieRead(Cache::Cold),
+                Op::TrieWrite(Cache::Warm),
+                Op::TrieWrite(Cache::Cold),
+            ] {
+                out.push(Cell { op, size, backend, profile });
+            }
+        }
+        for size in NODESTORE_SIZES {
+            out.push(Cell { op: Op::NodeStore, size, backend, profile });
+        }
+    }
     out
+}
+
+/// The cells canister `canister` runs, in grid order.
+pub fn cells_of(canister: Canister) -> Vec<Cell> {
+    cells().into_iter().filter(|c| c.backend.canister() == canister).collect()
 }
 
 /// Finds a cell by its canbench name.
@@ -377,10 +454,22 @@ mod tests {
                         && !n.contains("_nodestore_")
                         && !n.contains("_sysrepo_")
                         && !n.contains("_chia_")
+                        && !n.starts_with("sqlite_vfs")
                 })
                 .count(),
             179
         );
+    }
+
+    #[test]
+    fn the_vfs_canister_has_the_nine_twice_and_both_layouts_of_the_key_value_workloads() {
+        let vfs = cells_of(Canister::Vfs);
+        assert_eq!(vfs.len(), 2 * 9 + 2 * (2 * 4 + 2));
+        assert!(vfs.iter().all(|c| c.name().starts_with("sqlite_vfs_") && c.profile.is_some()));
+        let names: Vec<String> = vfs.iter().map(Cell::name).collect();
+        assert!(names.contains(&"sqlite_vfs_insert_users_100k_vfs_default".to_string()));
+        assert!(names.contains(&"sqlite_vfs_rowid_trie_read_200k_cold_vfs_cache_768mib".to_string()));
+        assert_eq!(cells_of(Canister::Main).len() + vfs.len(), cells().len());
     }
 
     #[test]

@@ -190,6 +190,10 @@ pub mod memory_ids {
     pub const MEMORY_LIMIT: u8 = 96;
     /// The first id ic-rusqlite uses.
     pub const IC_RUSQLITE_FIRST: u8 = 101;
+    /// The ic-sqlite-vfs canister's database image (`vfs/`; its own `MemoryManager`, the only
+    /// one over that canister's stable memory): 120, the slot ic-sqlite-vfs's README suggests
+    /// for a fresh single-database canister.
+    pub const VFS_DATABASE: u8 = 120;
     /// sysrepo's whole-datastore store: the running datastore's JSON document.
     pub const SYSREPO_BLOB_RUNNING: u8 = 95;
     /// sysrepo's whole-datastore store: the operational datastore's JSON document.

@@ -208,6 +208,60 @@ pub const JOURNAL_MEMORY_TEMP_FILE_CACHE_8MIB: Profile = sweep(
     &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, SYNC_NORMAL, TEMP_FILE, CACHE_8MIB],
 );
 
+/// ic-sqlite-vfs 2.1's own settings, as its update connections apply them (`src/db/pragmas.rs`;
+/// its read-only query connections set the same cache, `query_only` and `locking_mode`). The
+/// library fixes all of them except the per-connection `cache_size`: 16 KiB pages are its VFS's
+/// unit (`SQLITE_PAGE_SIZE`, the overlay's dirty-page size), the journal is in the heap, and its
+/// SQLite is built with `SQLITE_TEMP_STORE=3`, so temporary storage is always in memory whatever
+/// `temp_store` says (our recommended profile's `temp_store = FILE` cannot be had). The
+/// `sqlite_vfs` cells of the grid only (the ic-sqlite-vfs canister, `vfs/`).
+pub const VFS_DEFAULT: Profile = Profile {
+    name: "vfs_default",
+    source: "ic-sqlite-vfs 2.1 as shipped (src/db/pragmas.rs): 16 KiB pages, journal MEMORY, a 32 MiB cache",
+    storage: Storage::StableMemory,
+    atomic: true,
+    relaxes: None,
+    pragmas: &[VFS_PAGE_16K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, VFS_SYNC_OFF, TEMP_MEMORY, VFS_CACHE_32MIB],
+};
+
+/// [`VFS_DEFAULT`] with the recommended profile's cache budget: 768 MiB, the bound our canister
+/// puts on `cache_size` under the default 3 GiB `wasm_memory_limit` (a quarter of it), so that a
+/// comparison with the recommended profile is not a comparison of caches.
+pub const VFS_CACHE_768MIB: Profile = Profile {
+    name: "vfs_cache_768mib",
+    source: "ic-sqlite-vfs 2.1 with cache_size -786432 (768 MiB, the recommended profile's budget)",
+    storage: Storage::StableMemory,
+    atomic: true,
+    relaxes: None,
+    pragmas: &[
+        VFS_PAGE_16K,
+        LOCK_EXCLUSIVE,
+        JOURNAL_IN_HEAP,
+        VFS_SYNC_OFF,
+        TEMP_MEMORY,
+        set(
+            CACHE_WHOLE,
+            "-786432",
+            "768 MiB of page cache (a negative cache_size is KiB): the budget the recommended \
+             profile gets under the default 3 GiB wasm_memory_limit, set on every connection \
+             the library opens.",
+        ),
+    ],
+};
+
+/// The settings of the ic-sqlite-vfs profiles, in the order the library applies them.
+pub const VFS_PROFILES: [Profile; 2] = [VFS_DEFAULT, VFS_CACHE_768MIB];
+
+const VFS_PAGE_16K: Pragma = set(
+    PAGE_4K,
+    "16384",
+    "Fixed by ic-sqlite-vfs: its VFS reports a 16 KiB sector and keeps dirty pages in a heap \
+     overlay in 16 KiB units until the commit publishes them.",
+);
+const VFS_SYNC_OFF: Pragma =
+    set(SYNC_NORMAL, "OFF", "ic-sqlite-vfs's value: durability comes from the IC's message atomicity.");
+const VFS_CACHE_32MIB: Pragma = set(CACHE_WHOLE, "-32768", "ic-sqlite-vfs's default: 32 MiB (2,048 pages of 16 KiB).");
+
 /// The reference without foreign-key enforcement, which SQLite as ic-rusqlite builds it turns on
 /// by default (`SQLITE_DEFAULT_FOREIGN_KEYS=1`): what the check on every order insert costs.
 pub const FOREIGN_KEYS_OFF: Profile = Profile {

@@ -4,6 +4,9 @@
 //! production limits, at 200,000 keys (the IC DbWeight size), next to what the trie benchmarks
 //! measure inside `bench_fn` for the same operation.
 //!
+//! The ic-sqlite-vfs canister (`target/canister/stablebench_vfs.wasm`) is measured the same way
+//! on its rowid table (`sqlite_vfs_rowid`), next to ic-rusqlite's `sqlite_rowid`.
+//!
 //! The measured figures are committed in `per_call_results.yml` and the README's per-call table;
 //! this test fails when a rerun differs by more than 2% (instruction counts are deterministic, so
 //! a difference means the code or the toolchain moved). Regenerate with
@@ -18,15 +21,78 @@ use std::collections::BTreeMap;
 use stablebench::kv::gen::TrieDataset;
 use stablebench::report::{kv, results::Results as CanbenchResults};
 use stablebench_canister::{Batch, Cost, Error, KvBackend};
-use stablebench_grid::cells::{Backend, BACKENDS, DB_WEIGHT_SIZE};
+use std::sync::{Arc, OnceLock};
+
+use serde_bytes::ByteBuf;
+use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE};
 use stablebench_grid::KV_SEED;
-use stablebench_runner::canister::{default_controller, Canister, Options};
+use stablebench_runner::canister::{default_controller, Canister, Code, Options};
+use stablebench_runner::instrument::Metering;
 
 /// Calls of each kind measured per backend.
 const CALLS: u64 = 20;
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
 const CANBENCH_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../canbench_results.yml");
+const VFS_CANBENCH_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../vfs/canbench_results.yml");
+const VFS_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_vfs.wasm");
+
+/// The ic-sqlite-vfs canister's production wasm (`scripts/build.sh vfs`).
+fn vfs_code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        assert!(std::path::Path::new(VFS_WASM).exists(), "{VFS_WASM} is missing: run scripts/build.sh vfs first");
+        Code::from_file(VFS_WASM.as_ref(), Metering::On).expect("the ic-sqlite-vfs wasm loads")
+    })
+    .clone()
+}
+
+/// The ic-sqlite-vfs canister's rowid table, measured as [`measure`] measures ic-rusqlite's.
+fn measure_vfs() -> PerCall {
+    use stablebench_grid::api::vfs::{Error, MAX_LOAD_PER_CALL};
+    let (mut c, _) = Canister::install(vfs_code(), &unit(), Options::default()).expect("installs");
+    let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
+    let mut offset = 0;
+    while offset < DB_WEIGHT_SIZE {
+        let count = MAX_LOAD_PER_CALL.min(DB_WEIGHT_SIZE - offset);
+        let arg = candid::encode_args((DB_WEIGHT_SIZE, offset, count)).unwrap();
+        offset =
+            decode::<Result<u64, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load").expect("kv_load");
+    }
+    let len: u64 = decode::<Result<u64, Error>>(c.query("kv_len", &unit(), default_controller()), "kv_len").unwrap();
+    assert_eq!(len, data.len(), "sqlite_vfs_rowid: the data set and its warm-ups are loaded");
+    let queries = data.query_keys();
+    let get = |c: &mut Canister, i: usize| {
+        let (key, value) = &queries[i % queries.len()];
+        let out = c.query("kv_get", &candid::encode_one(ByteBuf::from(key.to_vec())).unwrap(), default_controller());
+        let n = out.instructions;
+        let got: Option<ByteBuf> = decode::<Result<_, Error>>(out, "kv_get").unwrap();
+        assert_eq!(
+            got.map(ByteBuf::into_vec).as_ref(),
+            Some(value),
+            "sqlite_vfs_rowid: kv_get returns the stored value"
+        );
+        n
+    };
+    let mut puts = Vec::new();
+    for i in 0..CALLS {
+        let (key, value) = data.write_entry(i);
+        let arg = candid::encode_args((ByteBuf::from(key.to_vec()), ByteBuf::from(value))).unwrap();
+        let out = c.update("kv_put", &arg, default_controller());
+        puts.push(out.instructions);
+        decode::<Result<Cost, Error>>(out, "kv_put").unwrap();
+    }
+    let gets = (0..CALLS as usize).map(|i| get(&mut c, i)).collect();
+    let upgrade = c.upgrade(vfs_code(), &unit());
+    assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
+    let first = get(&mut c, 0);
+    PerCall {
+        put: Series::of(puts),
+        get: Series::of(gets),
+        upgrade: upgrade.instructions,
+        first_get_after_upgrade: first,
+    }
+}
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
 
 /// Instructions of a series of calls.
@@ -131,8 +197,9 @@ fn table(r: &Results) -> String {
     );
     // What the trie benchmark measured inside `bench_fn` for the same operations at 200,000 keys
     // (warm): the README's DbWeight row of each backend, from canbench_results.yml.
-    let results = CanbenchResults::from_canbench_yml(&std::fs::read_to_string(CANBENCH_RESULTS).unwrap())
-        .unwrap_or_else(|e| panic!("{e}"));
+    let (main, vfs) =
+        (std::fs::read_to_string(CANBENCH_RESULTS).unwrap(), std::fs::read_to_string(VFS_CANBENCH_RESULTS).unwrap());
+    let results = CanbenchResults::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("{e}"));
     let weights = kv::db_weights(&results);
     let opt = |v: Option<f64>| v.map_or("–".to_string(), stablebench::report::int);
     for b in BACKENDS {
@@ -145,6 +212,19 @@ fn table(r: &Results) -> String {
             opt(w.and_then(|w| w.write_warm)),
             stablebench::report::grouped(p.get.median),
             opt(w.and_then(|w| w.read_warm)),
+            stablebench::report::grouped(p.upgrade),
+            stablebench::report::grouped(p.first_get_after_upgrade),
+        );
+    }
+    if let Some(p) = r.backends.get(Backend::SqliteVfsRowid.name()) {
+        let w = |op| kv::w_avg_per_op(&results, op, DB_WEIGHT_SIZE, Backend::SqliteVfsRowid);
+        t += &format!(
+            "| `{}` (ic-sqlite-vfs) | {} | {} | {} | {} | {} | {} |\n",
+            Backend::SqliteVfsRowid.name(),
+            stablebench::report::grouped(p.put.median),
+            opt(w(Op::TrieWrite(Cache::Warm))),
+            stablebench::report::grouped(p.get.median),
+            opt(w(Op::TrieRead(Cache::Warm))),
             stablebench::report::grouped(p.upgrade),
             stablebench::report::grouped(p.first_get_after_upgrade),
         );
@@ -169,7 +249,11 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
     let measured = Results {
         keys: DB_WEIGHT_SIZE,
         floor: floor(),
-        backends: BACKENDS.iter().map(|b| (b.name().to_string(), measure(*b))).collect(),
+        backends: BACKENDS
+            .iter()
+            .map(|b| (b.name().to_string(), measure(*b)))
+            .chain([(Backend::SqliteVfsRowid.name().to_string(), measure_vfs())])
+            .collect(),
     };
     for (name, p) in &measured.backends {
         eprintln!(

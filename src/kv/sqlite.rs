@@ -30,8 +30,12 @@ impl Layout {
     /// The layout of a SQLite backend of the grid (`None` for the other backends).
     pub const fn of(backend: stablebench_grid::cells::Backend) -> Option<Layout> {
         match backend {
-            stablebench_grid::cells::Backend::Sqlite => Some(Layout::WithoutRowid),
-            stablebench_grid::cells::Backend::SqliteRowid => Some(Layout::Rowid),
+            stablebench_grid::cells::Backend::Sqlite | stablebench_grid::cells::Backend::SqliteVfs => {
+                Some(Layout::WithoutRowid)
+            }
+            stablebench_grid::cells::Backend::SqliteRowid | stablebench_grid::cells::Backend::SqliteVfsRowid => {
+                Some(Layout::Rowid)
+            }
             _ => None,
         }
     }

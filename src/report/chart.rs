@@ -383,7 +383,10 @@ mod tests {
 
     fn results(skip: impl Fn(Backend, u64) -> bool) -> Results {
         let mut named = BTreeMap::new();
-        for c in cells().into_iter().filter(|c| matches!(c.op, Op::TrieRead(_) | Op::TrieWrite(_))) {
+        for c in cells()
+            .into_iter()
+            .filter(|c| matches!(c.op, Op::TrieRead(_) | Op::TrieWrite(_)) && BACKENDS.contains(&c.backend))
+        {
             if skip(c.backend, c.size) {
                 continue;
             }

@@ -290,6 +290,8 @@ mod tests {
                 Backend::HeapBTreeMap => 1,
                 Backend::Sqlite => 6,
                 Backend::SqliteRowid => 8,
+                Backend::SqliteVfs => 5,
+                Backend::SqliteVfsRowid => 7,
                 Backend::Blob => unreachable!("blob is a sysrepo store"),
             };
             let setup = Measurement {

@@ -75,6 +75,24 @@ impl Results {
     /// each with `calls`, `instructions`, `heap_increase`, `stable_memory_increase`) and attaches
     /// every record to its cell; a name that is no cell is an error naming it.
     pub fn from_canbench_yml(text: &str) -> Result<Results, String> {
+        Results::from_canbench_ymls(&[text])
+    }
+
+    /// [`Results::from_canbench_yml`] over several files (one per canister: `canbench_results.yml`
+    /// and `vfs/canbench_results.yml`), merged; a name in two files is an error.
+    pub fn from_canbench_ymls(texts: &[&str]) -> Result<Results, String> {
+        let mut named = BTreeMap::new();
+        for text in texts {
+            for (name, record) in Results::named_records(text)? {
+                if named.insert(name.clone(), record).is_some() {
+                    return Err(format!("{name} is in two results files"));
+                }
+            }
+        }
+        Results::new(named).map_err(|e| format!("canbench_results.yml: {e}"))
+    }
+
+    fn named_records(text: &str) -> Result<BTreeMap<String, Record>, String> {
         let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("canbench_results.yml: {e}"))?;
         let benches =
             yml["benches"].as_mapping().ok_or_else(|| "canbench_results.yml has no `benches` map".to_string())?;
@@ -99,7 +117,7 @@ impl Results {
             }
             named.insert(name.to_string(), Record { total: measurement(&r["total"]), scopes });
         }
-        Results::new(named).map_err(|e| format!("canbench_results.yml: {e}"))
+        Ok(named)
     }
 
     /// The record of `cell`, if it was measured.

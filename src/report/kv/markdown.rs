@@ -440,7 +440,8 @@ fn budget_section(md: &mut String, results: &Results) {
     // Every measured cell whose step is one production message, by backend, size and operation.
     let one_message: Vec<(Backend, u64, Op, f64)> = results
         .iter()
-        .filter(|(c, _)| c.is_one_message())
+        // This report's backends (ic-sqlite-vfs has its own, docs/vfs.md).
+        .filter(|(c, _)| c.is_one_message() && BACKENDS.contains(&c.backend))
         .filter_map(|(c, _)| Some((c.backend, c.size, c.op, w_avg_per_op(results, c.op, c.size, c.backend)?)))
         .collect();
     if one_message.is_empty() {

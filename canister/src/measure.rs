@@ -1,0 +1,150 @@
+//! What both canisters' benchmarks measure the same way (`--features canbench`): the instruction
+//! counter and scopes as a [`Probe`], memory in wasm pages, and the key-value workloads' measured
+//! steps (trie read/write, NodeStore) on any [`KvStore`], with the oracle's verdict. The
+//! ic-sqlite-vfs canister (`vfs/`) compiles this same file (`#[path]`), so its key-value cells run
+//! exactly this code over its own store.
+
+use std::collections::BTreeMap;
+
+use canbench_rs::{bench_fn, bench_scope, BenchResult, Measurement};
+use stablebench::kv::gen::TrieDataset;
+use stablebench::kv::{nodestore, trie, KvStore, Probe};
+use stablebench_grid::cells::{Cache, Cell, Op};
+use stablebench_grid::live::Oracle;
+use stablebench_grid::{scopes, KV_SEED};
+
+/// A measured step's canbench result and the oracle's verdict on what it returned; `Err` when the
+/// step itself failed.
+pub type Measured = Result<(BenchResult, Oracle), String>;
+
+/// A workload run's result, or what the benchmark reports instead: a
+/// [`WrongResult`](stablebench::Error::WrongResult) is the oracle's verdict (a check failed, the
+/// numbers are void), any other error a failed step.
+pub fn checked_run<T>(run: stablebench::Result<T>) -> Result<T, Measured> {
+    match run {
+        Ok(t) => Ok(t),
+        Err(stablebench::Error::WrongResult(why)) => {
+            Err(Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why))))
+        }
+        Err(e) => Err(Err(e.to_string())),
+    }
+}
+
+/// Runs the measured step of a key-value cell (trie read or write, NodeStore) on `store`, which
+/// holds what the cell's setup built.
+pub fn measure_kv(cell: &Cell, store: &mut dyn KvStore) -> Measured {
+    match cell.op {
+        Op::TrieRead(_) | Op::TrieWrite(_) => measure_trie(cell, store),
+        Op::NodeStore => measure_nodestore(cell, store),
+        _ => Err(format!("{} is not a key-value store cell", cell.name())),
+    }
+}
+
+pub fn verdict(checked: Result<String, String>) -> Oracle {
+    match checked {
+        Ok(what) => Oracle::Pass(what),
+        Err(why) => Oracle::Fail(why),
+    }
+}
+
+/// The canister's [`Probe`]: the instruction counter canbench reads, and `bench_scope`.
+pub struct Counter;
+
+impl Probe for Counter {
+    fn instructions(&self) -> u64 {
+        instructions()
+    }
+    fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R {
+        let _scope = bench_scope(name);
+        f()
+    }
+}
+
+/// Heap and stable memory sizes in wasm pages, as canbench measures them.
+pub fn pages() -> (u64, u64) {
+    #[cfg(target_arch = "wasm32")]
+    {
+        (core::arch::wasm32::memory_size(0) as u64, ic_cdk::stable::stable_size())
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        (0, 0)
+    }
+}
+
+/// Instructions executed so far in this message (`ic0.performance_counter(0)`; 0 natively).
+fn instructions() -> u64 {
+    #[cfg(target_arch = "wasm32")]
+    {
+        ic_cdk::api::performance_counter(0)
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
+}
+
+/// Loads the trie data set in one go, recorded as scope `setup` (outside `total`): what loading
+/// it costs in one message, and how much heap and stable memory it takes, so the report can say
+/// which setups only canbench can run in one message and where the heap would run out.
+pub fn trie_setup(cell: &Cell, store: &mut dyn KvStore, batch: usize) -> stablebench::Result<Measurement> {
+    let data = TrieDataset { size: cell.size, seed: KV_SEED };
+    let ((heap_s, stable_s), start) = (pages(), Counter.instructions());
+    trie::load(store, &data, 0..cell.size, batch)?;
+    let (heap0, stable0) = pages();
+    Ok(Measurement {
+        calls: 1,
+        instructions: Counter.instructions() - start,
+        heap_increase: heap0 - heap_s,
+        stable_memory_increase: stable0 - stable_s,
+    })
+}
+
+/// The trie read or write iterations on a store holding the cell's data set.
+pub fn measure_trie(cell: &Cell, store: &mut dyn KvStore) -> Measured {
+    let data = TrieDataset { size: cell.size, seed: KV_SEED };
+    let (heap0, stable0) = pages();
+    let samples = match cell.op {
+        Op::TrieRead(cache) => trie::read(store, &data, cache == Cache::Cold, &Counter),
+        Op::TrieWrite(cache) => trie::write(store, &data, cache == Cache::Cold, &Counter),
+        _ => unreachable!("measure_trie runs trie reads and writes"),
+    };
+    // trie::read and trie::write check every value against the data set: a wrong one is the
+    // oracle's verdict, any other error a failed step.
+    let samples = match checked_run(samples) {
+        Ok(samples) => samples,
+        Err(measured) => return measured,
+    };
+    let (heap1, stable1) = pages();
+    let total = Measurement {
+        calls: samples.0.len() as u64,
+        instructions: samples.total(),
+        heap_increase: heap1 - heap0,
+        stable_memory_increase: stable1 - stable0,
+    };
+    let trimmed = samples.trimmed();
+    let w_avg =
+        Measurement { calls: trimmed.len() as u64, instructions: trimmed.iter().sum(), ..Measurement::default() };
+    let checked = Ok(format!("{} iterations, every value as the data set has it", samples.0.len()));
+    Ok((BenchResult { total, scopes: BTreeMap::from([(scopes::W_AVG.to_string(), w_avg)]) }, verdict(checked)))
+}
+
+/// rippled's NodeStore phases on `store`, new and empty, each a scope; `total` their sum.
+pub fn measure_nodestore(cell: &Cell, store: &mut dyn KvStore) -> Measured {
+    let mut run = None;
+    let mut result = bench_fn(|| run = Some(nodestore::run(store, cell.size, nodestore::SEED, &Counter)));
+    // `total` is the phases themselves: generating each phase's objects and checking what it
+    // fetched happen between the scopes (see `stablebench::kv::nodestore`), not in the measure.
+    // `calls` stays bench_fn's 1: the phases are one benchmark, not seven messages, so the runner's
+    // per-call limits check sees the whole run.
+    result.total.instructions = result.scopes.values().map(|m| m.instructions).sum();
+    let run = run.expect("bench_fn ran").map_err(|e| e.to_string())?;
+    let expected = nodestore::expected(cell.size, nodestore::SEED);
+    let checked = if run == expected {
+        ic_cdk::api::debug_print(format!("stablebench: nodestore_hits={:?}", run.hits));
+        Ok(format!("hits {:?} as the model predicts", run.hits))
+    } else {
+        Err(format!("got {run:?}, expected {expected:?}"))
+    };
+    Ok((result, verdict(checked)))
+}
