@@ -11,7 +11,8 @@ log "checking formatting and lints"
 cargo fmt --all --check || die "cargo fmt --all --check failed: run cargo fmt --all"
 cargo clippy --workspace --all-targets --all-features --locked -- -D warnings || die "clippy found warnings"
 # The ic-sqlite-vfs canister's storage code exists for wasm32 only: lint it on its target too.
-cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-vfs --all-features -- -D warnings \
+# (`--features canbench`: its two SQLite features exclude each other.)
+cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-vfs --features canbench -- -D warnings \
   || die "clippy found warnings in the ic-sqlite-vfs canister (wasm32-unknown-unknown)"
 
 "$ROOT/scripts/build.sh" all

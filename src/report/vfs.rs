@@ -31,9 +31,10 @@ const fn rusqlite_twin(b: Backend) -> Backend {
     }
 }
 
-fn total(results: &Results, bench: Bench, backend: Backend, profile: Profile) -> Option<(u64, u64)> {
+/// Instructions, heap growth and stable growth (wasm pages) of a users/orders step.
+fn total(results: &Results, bench: Bench, backend: Backend, profile: Profile) -> Option<(u64, u64, u64)> {
     let cell = Cell { op: Op::UsersOrders(bench), size: 0, backend, profile: Some(profile) };
-    results.get(&cell).map(|r| (r.total.instructions, r.total.heap_increase))
+    results.get(&cell).map(|r| (r.total.instructions, r.total.heap_increase, r.total.stable_memory_increase))
 }
 
 /// "1.23x slower" of ic-sqlite-vfs against ic-rusqlite.
@@ -59,7 +60,8 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          - **ic-rusqlite 0.5** (`canister/`): SQLite 3.53.0 over WASI, the WASI calls turned into \
          ic-wasi-polyfill's file system in stable memory by wasi2ic; the recommended profile \
          `{rec}`.\n\
-         - **ic-sqlite-vfs 2.1** (`vfs/`, wasm32-unknown-unknown): its precompiled SQLite 3.53.4 with \
+         - **ic-sqlite-vfs 2.1** (`vfs/`, wasm32-unknown-unknown): its precompiled SQLite 3.53.4 (built at \
+         `-Oz`; ic-rusqlite's at `-O3`) with \
          a VFS that writes pages straight into a stable-memory virtual memory. Writes go through \
          `Db::update` (one SQLite transaction; the pages it dirtied wait in a heap overlay and are \
          published to stable memory after COMMIT), reads through `Db::query` (a read-only connection, \
@@ -93,20 +95,22 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          Each step as one canbench query on a fresh canister; for ic-sqlite-vfs the measured step is one \
          `Db::update` whose SQLite transactions are the step's own, so its commit and publication are \
          measured. `page_16k` is ic-rusqlite with the reference settings and 16 KiB pages, and `memory` \
-         ic-rusqlite's database in the heap (the floor).\n\n\
-         | step | ic-rusqlite `journal_memory_temp_file` | ic-rusqlite `page_16k` | floor `memory` | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` | vfs_cache_768mib against ic-rusqlite | heap growth MiB (ic-rusqlite / vfs) |\n\
-         |---|---:|---:|---:|---:|---:|---|---|\n",
+         ic-rusqlite's database in the heap (the floor). Memory growth is canbench's, in the measured step: \
+         ic-sqlite-vfs keeps a transaction's dirtied pages in a heap overlay until it publishes them, and \
+         both libraries grow stable memory in the MemoryManager's 8 MiB buckets.\n\n\
+         | step | ic-rusqlite `journal_memory_temp_file` | ic-rusqlite `page_16k` | floor `memory` | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` | vfs_cache_768mib against ic-rusqlite | heap growth MiB (ic-rusqlite / vfs) | stable growth MiB (ic-rusqlite / vfs) |\n\
+         |---|---:|---:|---:|---:|---:|---|---|---|\n",
     );
     let mut uo_ratios = Vec::new();
     for b in BENCHES {
-        let Some((rec, rec_heap)) = total(results, b, Backend::Sqlite, DEFAULT) else { continue };
-        let cell = |p| total(results, b, Backend::Sqlite, p).map_or("–".to_string(), |(i, _)| int(i as f64));
+        let Some((rec, rec_heap, rec_stable)) = total(results, b, Backend::Sqlite, DEFAULT) else { continue };
+        let cell = |p| total(results, b, Backend::Sqlite, p).map_or("–".to_string(), |(i, _, _)| int(i as f64));
         let vfs = VFS_PROFILES.map(|p| total(results, b, Backend::SqliteVfs, p));
-        let [Some((d, _)), Some((c, c_heap))] = vfs else { continue };
+        let [Some((d, _, _)), Some((c, c_heap, c_stable))] = vfs else { continue };
         uo_ratios.push((b, c as f64 / rec as f64));
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {} / {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |",
             b.seed_row(),
             int(rec as f64),
             cell(page_16k),
@@ -116,6 +120,8 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
             vs(c as f64, rec as f64),
             mib(rec_heap),
             mib(c_heap),
+            mib(rec_stable),
+            mib(c_stable),
         );
     }
 
@@ -203,7 +209,8 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     let mut choose = String::new();
     let claim = if wlo > 1.0 {
         "more than ic-rusqlite, the opposite of its README's claim (\"6.5x fewer for insert/update\" than the \
-         wasi2ic path, measured there against other settings)"
+         wasi2ic path, measured there against other settings); where it goes, from the wasm profiler: \
+         docs/breakdown.md"
     } else if whi < 1.0 {
         "less than ic-rusqlite, as its README claims (though not by its 6.5x)"
     } else {
@@ -235,8 +242,9 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     md.push_str(&choose);
     md.push_str(
         "\n## Not measured yet\n\n\
-         - SQLite's build alone: ic-rusqlite's SQLite with ic-sqlite-vfs's compile flags (or the reverse) was \
-         not built here, so the build's share is not separated from the storage path's.\n\
+         - ic-rusqlite's SQLite with ic-sqlite-vfs's compile flags. The reverse, ic-sqlite-vfs's SQLite at \
+         ic-rusqlite's `-O3` instead of its shipped `-Oz`, was measured once (docs/breakdown.md, \
+         `scripts/vfs-sqlite-build.sh`): 3 % fewer instructions in the median, 5-7 % on the bulk steps.\n\
          - ic-rusqlite with 16 KiB pages on the key-value workloads (the users/orders sweep has `page_16k`), \
          which would say how much of ic-sqlite-vfs's cheaper `WITHOUT ROWID` reads is the page size.\n\
          - ic-sqlite-vfs's own statement API (its `prepare_cached`, `query_row`) instead of rusqlite over its \
