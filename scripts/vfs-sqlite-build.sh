@@ -16,7 +16,15 @@ source "$(dirname "$0")/lib.sh"
 
 opt=${1:--O3 -mbulk-memory}
 pattern=${2:-}
-command -v clang >/dev/null || die "needs clang (Debian: apt-get install clang llvm)"
+if ! command -v clang >/dev/null; then
+  # Debian/Ubuntu as root (this machine, CI images): install it; elsewhere say what is missing.
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    log "installing clang and llvm (Debian packages)"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y clang llvm >&2 || die "could not install clang and llvm"
+  else
+    die "needs clang (Debian: apt-get install clang llvm)"
+  fi
+fi
 ensure_rust
 src=$(cargo metadata --locked --format-version 1 --filter-platform "$VFS_WASM_TARGET" \
   | python3 -c 'import json,sys; print(next(p["manifest_path"] for p in json.load(sys.stdin)["packages"] if p["name"] == "ic-sqlite-vfs").rsplit("/", 1)[0])')
