@@ -95,6 +95,17 @@ impl Backend {
         matches!(self, Backend::Sqlite | Backend::SqliteRowid | Backend::SqliteVfs | Backend::SqliteVfsRowid)
     }
 
+    /// The profile its key-value cells (trie, NodeStore, sysrepo) run under: the recommended one
+    /// for ic-rusqlite, the recommended cache budget for ic-sqlite-vfs, none for the maps. The
+    /// key-value reports read these cells; [`KV_PAGE_16K_PROFILE`]'s are the page-size comparison.
+    pub const fn kv_profile(self) -> Option<Profile> {
+        match self {
+            Backend::Sqlite | Backend::SqliteRowid => Some(KV_PROFILE),
+            Backend::SqliteVfs | Backend::SqliteVfsRowid => Some(profiles::VFS_CACHE_768MIB),
+            Backend::StableBTreeMap | Backend::HeapBTreeMap | Backend::Blob => None,
+        }
+    }
+
     /// The canister that runs it.
     pub const fn canister(self) -> Canister {
         match self {
@@ -214,6 +225,10 @@ pub struct Cell {
 /// from 200,000 keys on, some backends' setups exceed one 40 B update, which the report flags.
 pub const TRIE_SIZES: [u64; 6] = [200, 1_000, 10_000, 100_000, 200_000, 1_000_000];
 
+/// The trie operations, in grid, report and chart panel order.
+pub const TRIE_OPS: [Op; 4] =
+    [Op::TrieRead(Cache::Warm), Op::TrieRead(Cache::Cold), Op::TrieWrite(Cache::Warm), Op::TrieWrite(Cache::Cold)];
+
 /// The size the IC DbWeight is read at (Substrate's assumption: 200,000 items).
 pub const DB_WEIGHT_SIZE: u64 = 200_000;
 
@@ -222,6 +237,11 @@ pub const NODESTORE_SIZES: [u64; 2] = [10_000, 100_000];
 
 /// The profile SQLite runs under in the key-value workloads: the recommended one.
 pub const KV_PROFILE: Profile = profiles::DEFAULT;
+
+/// ic-rusqlite's second key-value profile: the recommended one with 16 KiB pages, ic-sqlite-vfs's
+/// page size, on both table layouts at [`VFS_TRIE_SIZES`] and [`NODESTORE_SIZES`], so that the
+/// comparison with ic-sqlite-vfs can tell the page size from the storage path.
+pub const KV_PAGE_16K_PROFILE: Profile = profiles::JOURNAL_MEMORY_TEMP_FILE_PAGE_16K;
 
 /// The Chia replay's SQLite settings, in place of the original's fast and slow machines: the
 /// recommended profile (a cache that holds the whole database) and the same with an 8 MiB cache.
@@ -344,14 +364,9 @@ pub fn cells() -> Vec<Cell> {
         }
     }
     for backend in BACKENDS {
-        let profile = backend.is_sqlite().then_some(KV_PROFILE);
+        let profile = backend.kv_profile();
         for size in TRIE_SIZES {
-            for op in [
-                Op::TrieRead(Cache::Warm),
-                Op::TrieRead(Cache::Cold),
-                Op::TrieWrite(Cache::Warm),
-                Op::TrieWrite(Cache::Cold),
-            ] {
+            for op in TRIE_OPS {
                 out.push(Cell { op, size, backend, profile });
             }
             if backend == Backend::HeapBTreeMap {
@@ -360,13 +375,13 @@ pub fn cells() -> Vec<Cell> {
         }
     }
     for backend in BACKENDS {
-        let profile = backend.is_sqlite().then_some(KV_PROFILE);
+        let profile = backend.kv_profile();
         for size in NODESTORE_SIZES {
             out.push(Cell { op: Op::NodeStore, size, backend, profile });
         }
     }
     for backend in SYSREPO_BACKENDS {
-        let profile = backend.is_sqlite().then_some(KV_PROFILE);
+        let profile = backend.kv_profile();
         for size in sysrepo::SIZES {
             for test in sysrepo::TESTS.into_iter().filter(|t| t.runs_at(size)) {
                 out.push(Cell { op: Op::Sysrepo { test, fresh: false }, size, backend, profile });
@@ -387,6 +402,18 @@ pub fn cells() -> Vec<Cell> {
             }
         }
     }
+    // ic-rusqlite with ic-sqlite-vfs's page size on the key-value workloads, at its sizes.
+    for backend in [Backend::Sqlite, Backend::SqliteRowid] {
+        let profile = Some(KV_PAGE_16K_PROFILE);
+        for size in VFS_TRIE_SIZES {
+            for op in TRIE_OPS {
+                out.push(Cell { op, size, backend, profile });
+            }
+        }
+        for size in NODESTORE_SIZES {
+            out.push(Cell { op: Op::NodeStore, size, backend, profile });
+        }
+    }
     // The ic-sqlite-vfs canister: the nine under the library's settings and with the recommended
     // cache budget, then the key-value workloads under the latter (both layouts).
     for p in profiles::VFS_PROFILES {
@@ -395,14 +422,9 @@ pub fn cells() -> Vec<Cell> {
         }
     }
     for backend in VFS_BACKENDS {
-        let profile = Some(profiles::VFS_CACHE_768MIB);
+        let profile = backend.kv_profile();
         for size in VFS_TRIE_SIZES {
-            for op in [
-                Op::TrieRead(Cache::Warm),
-                Op::TrieRead(Cache::Cold),
-                Op::TrieWrite(Cache::Warm),
-                Op::TrieWrite(Cache::Cold),
-            ] {
+            for op in TRIE_OPS {
                 out.push(Cell { op, size, backend, profile });
             }
         }
@@ -457,7 +479,7 @@ mod tests {
                         && !n.starts_with("sqlite_vfs")
                 })
                 .count(),
-            179
+            188
         );
     }
 

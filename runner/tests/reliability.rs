@@ -135,7 +135,7 @@ fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
         assert_eq!(before.profile, profile.name);
         // Every deployable profile with the same page size (page_size cannot change once tables
         // exist), then back to its own.
-        let same_page = |p: &&stablebench::pragma::Profile| p.pragmas[0] == profile.pragmas[0];
+        let same_page = |p: &&stablebench::pragma::Profile| p.pragmas[0].value == profile.pragmas[0].value;
         for other in deployable.iter().filter(same_page).map(|p| p.name).chain([profile.name]) {
             // Upgrade without an argument (the profile stays), then switch to `other`.
             for arg in [None, Some(other)] {

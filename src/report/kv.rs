@@ -8,6 +8,7 @@ mod markdown;
 
 use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE, TRIE_SIZES};
 use stablebench_grid::ic::{self, prices};
+use stablebench_grid::profiles::Profile;
 
 use super::chart;
 use super::ratio_text;
@@ -16,9 +17,7 @@ use super::results::{Measurement, Results};
 /// The backend every ratio compares with: the first of [`BACKENDS`] (`stable_btreemap`).
 pub const BASELINE: Backend = BACKENDS[0];
 
-/// The trie operations, in report (and chart panel) order.
-pub const TRIE_OPS: [Op; 4] =
-    [Op::TrieRead(Cache::Warm), Op::TrieRead(Cache::Cold), Op::TrieWrite(Cache::Warm), Op::TrieWrite(Cache::Cold)];
+pub use stablebench_grid::cells::TRIE_OPS;
 
 /// The canbench scope of a trie cell holding the sum of the middle iterations (Substrate's w_avg).
 pub const W_AVG_SCOPE: &str = stablebench_grid::scopes::W_AVG;
@@ -60,7 +59,18 @@ pub fn versus(value: f64, base: f64) -> String {
 /// Substrate's w_avg per operation of a trie read or write cell: the `w_avg` scope (the sum of
 /// the middle iterations after sorting) over its `calls` and the operations per iteration.
 pub fn w_avg_per_op(results: &Results, op: Op, size: u64, backend: Backend) -> Option<f64> {
-    let (cell, record) = results.find(op, size, backend)?;
+    w_avg_per_op_in(results, op, size, backend, backend.kv_profile())
+}
+
+/// [`w_avg_per_op`] of the cell under `profile` instead of the backend's key-value profile.
+pub fn w_avg_per_op_in(
+    results: &Results,
+    op: Op,
+    size: u64,
+    backend: Backend,
+    profile: Option<Profile>,
+) -> Option<f64> {
+    let (cell, record) = results.find_in(op, size, backend, profile)?;
     per_op(record.scope(W_AVG_SCOPE)?, cell.ops_per_iteration())
 }
 
@@ -137,7 +147,18 @@ pub const PHASES: [Phase; 7] = [
 /// Instructions per operation of a NodeStore phase: the scope over the operations it performed
 /// ([`Phase::operations`]: `n`, or the objects of the full batches).
 pub fn phase_per_op(results: &Results, backend: Backend, n: u64, phase: Phase) -> Option<f64> {
-    let (cell, record) = results.find(Op::NodeStore, n, backend)?;
+    phase_per_op_in(results, backend, backend.kv_profile(), n, phase)
+}
+
+/// [`phase_per_op`] of the cell under `profile` instead of the backend's key-value profile.
+pub fn phase_per_op_in(
+    results: &Results,
+    backend: Backend,
+    profile: Option<Profile>,
+    n: u64,
+    phase: Phase,
+) -> Option<f64> {
+    let (cell, record) = results.find_in(Op::NodeStore, n, backend, profile)?;
     let m = record.scope(phase.name())?;
     let ops = phase.operations(cell.size);
     (ops > 0).then(|| m.instructions as f64 / ops as f64)

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use stablebench_grid::cells::{self, Backend, Cell, Op};
+use stablebench_grid::profiles::Profile;
 
 /// One canbench measurement: a benchmark's total or one of its scopes (canbench 0.7 fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,10 +126,18 @@ impl Results {
         self.records.iter().find(|(c, _)| c == cell).map(|(_, r)| r)
     }
 
-    /// The measured cell with this operation, size and backend (the key-value cells have one
-    /// profile per backend), and its record.
+    /// The measured key-value cell with this operation, size and backend under the backend's
+    /// key-value profile ([`Backend::kv_profile`]), and its record.
     pub fn find(&self, op: Op, size: u64, backend: Backend) -> Option<(&Cell, &Record)> {
-        self.records.iter().find(|(c, _)| c.op == op && c.size == size && c.backend == backend).map(|(c, r)| (c, r))
+        self.find_in(op, size, backend, backend.kv_profile())
+    }
+
+    /// The measured cell with this operation, size, backend and profile, and its record.
+    pub fn find_in(&self, op: Op, size: u64, backend: Backend, profile: Option<Profile>) -> Option<(&Cell, &Record)> {
+        self.records
+            .iter()
+            .find(|(c, _)| c.op == op && c.size == size && c.backend == backend && c.profile == profile)
+            .map(|(c, r)| (c, r))
     }
 
     /// Every measured cell and its record, in the grid's order.

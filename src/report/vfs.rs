@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use stablebench_grid::cells::{Backend, Cache, Cell, Op, BACKENDS, VFS_TRIE_SIZES};
+use stablebench_grid::cells::{Backend, Cell, Op, BACKENDS, KV_PAGE_16K_PROFILE, TRIE_OPS, VFS_TRIE_SIZES};
 use stablebench_grid::profiles::{self, Profile, DEFAULT, VFS_CACHE_768MIB, VFS_DEFAULT, VFS_PROFILES};
 use stablebench_grid::users_orders::{Bench, BENCHES};
 
-use super::kv::{phase_per_op, w_avg_per_op};
+use super::kv::{phase_per_op_in, w_avg_per_op_in};
 use super::results::Results;
 use super::{int, mib, ratio_text};
 use crate::kv::nodestore::Phase;
@@ -42,13 +42,97 @@ fn vs(vfs: f64, rusqlite: f64) -> String {
     ratio_text(vfs / rusqlite, 2, "same")
 }
 
+/// One SQLite setup of the key-value tables: a backend under a profile.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Kv {
+    backend: Backend,
+    profile: Option<Profile>,
+}
+
+impl Kv {
+    /// The backend under its key-value profile.
+    const fn of(backend: Backend) -> Kv {
+        Kv { backend, profile: backend.kv_profile() }
+    }
+
+    /// The rows an ic-sqlite-vfs backend is compared with, in table order: its ic-rusqlite twin
+    /// under the recommended profile, the twin with 16 KiB pages, and itself.
+    const fn sqlite_rows(vfs: Backend) -> [Kv; 3] {
+        let twin = rusqlite_twin(vfs);
+        [Kv::of(twin), Kv { backend: twin, profile: Some(KV_PAGE_16K_PROFILE) }, Kv::of(vfs)]
+    }
+
+    /// `` `sqlite` 4 KiB ``: the backend and its page size, from the profile.
+    fn label(&self) -> String {
+        let page = self.profile.and_then(|p| p.pragmas.iter().find(|q| q.name == "page_size")).map(|q| q.value);
+        match page.and_then(|v| v.parse::<u64>().ok()) {
+            Some(bytes) => format!("`{}` {} KiB", self.backend.name(), bytes / 1024),
+            None => format!("`{}`", self.backend.name()),
+        }
+    }
+}
+
+/// Which comparison a ratio belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bucket {
+    /// ic-sqlite-vfs against ic-rusqlite under the recommended profile.
+    VfsVs4k,
+    /// ic-sqlite-vfs against ic-rusqlite with 16 KiB pages: the storage path and SQLite's build.
+    VfsVs16k,
+    /// ic-rusqlite with 16 KiB pages against its recommended 4 KiB: the page size alone.
+    Page16kVs4k,
+}
+
+/// What a ratio measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// A trie read (w_avg per read).
+    Read,
+    /// A trie write (w_avg per committed put).
+    Write,
+    /// A NodeStore insert phase (per object).
+    Insert,
+    /// A NodeStore fetch phase (per object).
+    Fetch,
+}
+
+/// The ratios the tables computed, for the sentences that rank them.
+#[derive(Default)]
+struct Ratios(Vec<(Bucket, Class, Backend, f64)>);
+
+impl Ratios {
+    fn push(&mut self, bucket: Bucket, op: Op, backend: Backend, ratio: f64) {
+        let class = if matches!(op, Op::TrieWrite(_)) { Class::Write } else { Class::Read };
+        self.0.push((bucket, class, backend, ratio));
+    }
+
+    fn push_nodestore(&mut self, bucket: Bucket, phase: Phase, backend: Backend, ratio: f64) {
+        let class = if phase.is_insert() { Class::Insert } else { Class::Fetch };
+        self.0.push((bucket, class, backend, ratio));
+    }
+
+    /// The smallest and largest ratio of a comparison, for one backend (the numerator's) or all.
+    fn span(&self, bucket: Bucket, class: Class, backend: Option<Backend>) -> Option<(f64, f64)> {
+        span(
+            self.0
+                .iter()
+                .filter(|(b, c, be, _)| *b == bucket && *c == class && backend.is_none_or(|x| x == *be))
+                .map(|r| r.3),
+        )
+    }
+}
+
+/// The smallest and largest of some ratios, if there are any.
+fn span(ratios: impl Iterator<Item = f64>) -> Option<(f64, f64)> {
+    ratios.fold(None, |acc, r| Some(acc.map_or((r, r), |(lo, hi): (f64, f64)| (lo.min(r), hi.max(r)))))
+}
+
 /// Generates the report from the results of both canisters.
 pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     if !results.any(|c| c.backend.canister() == stablebench_grid::cells::Canister::Vfs) {
         let none = "_Not measured yet: `vfs/canbench_results.yml` has no results._\n".to_string();
         return VfsReport { markdown: format!("# SQLite: ic-rusqlite against ic-sqlite-vfs\n\n{none}"), readme: none };
     }
-    let page_16k = profiles::PROFILES.into_iter().find(|p| p.name == "page_16k").expect("the sweep has page_16k");
     let mut md = String::new();
     let _ = write!(
         md,
@@ -61,7 +145,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          ic-wasi-polyfill's file system in stable memory by wasi2ic; the recommended profile \
          `{rec}`.\n\
          - **ic-sqlite-vfs 2.1** (`vfs/`, wasm32-unknown-unknown): its precompiled SQLite 3.53.4 (built at \
-         `-Oz`; ic-rusqlite's at `-O3`) with \
+         `-Oz` with its own defines; ic-rusqlite's at `-O3` with libsqlite3-sys's) with \
          a VFS that writes pages straight into a stable-memory virtual memory. Writes go through \
          `Db::update` (one SQLite transaction; the pages it dirtied wait in a heap overlay and are \
          published to stable memory after COMMIT), reads through `Db::query` (a read-only connection, \
@@ -94,11 +178,12 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         "## Users/orders (reference size: 100,000 users, 1,000,000 orders)\n\n\
          Each step as one canbench query on a fresh canister; for ic-sqlite-vfs the measured step is one \
          `Db::update` whose SQLite transactions are the step's own, so its commit and publication are \
-         measured. `page_16k` is ic-rusqlite with the reference settings and 16 KiB pages, and `memory` \
+         measured. `journal_memory_temp_file_page_16k` is the recommended profile with ic-sqlite-vfs's 16 KiB \
+         pages, and `memory` \
          ic-rusqlite's database in the heap (the floor). Memory growth is canbench's, in the measured step: \
          ic-sqlite-vfs keeps a transaction's dirtied pages in a heap overlay until it publishes them, and \
          both libraries grow stable memory in the MemoryManager's 8 MiB buckets.\n\n\
-         | step | ic-rusqlite `journal_memory_temp_file` | ic-rusqlite `page_16k` | floor `memory` | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` | vfs_cache_768mib against ic-rusqlite | heap growth MiB (ic-rusqlite / vfs) | stable growth MiB (ic-rusqlite / vfs) |\n\
+         | step | ic-rusqlite `journal_memory_temp_file` | ic-rusqlite `journal_memory_temp_file_page_16k` | floor `memory` | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` | vfs_cache_768mib against ic-rusqlite | heap growth MiB (ic-rusqlite / vfs) | stable growth MiB (ic-rusqlite / vfs) |\n\
          |---|---:|---:|---:|---:|---:|---|---|---|\n",
     );
     let mut uo_ratios = Vec::new();
@@ -113,7 +198,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
             "| {} | {} | {} | {} | {} | {} | {} | {} / {} | {} / {} |",
             b.seed_row(),
             int(rec as f64),
-            cell(page_16k),
+            cell(KV_PAGE_16K_PROFILE),
             cell(profiles::MEMORY),
             int(d as f64),
             int(c as f64),
@@ -132,45 +217,47 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          (ic-sqlite-vfs) or on the open connection (ic-rusqlite); a write is one upsert committed on its \
          own (one `Db::update`, or one autocommit statement). Warm: the caches as a running canister has \
          them; cold: emptied before every iteration, as after an upgrade. The map backends are the \
-         baselines of `docs/kv.md`.\n\n",
+         baselines of `docs/kv.md`. ic-rusqlite runs twice: under the recommended profile (4 KiB pages) \
+         and with ic-sqlite-vfs's 16 KiB pages (`journal_memory_temp_file_page_16k`, nothing else \
+         changed), so that the page size and the storage path can be told apart.\n\n",
     );
-    let ops =
-        [Op::TrieRead(Cache::Warm), Op::TrieRead(Cache::Cold), Op::TrieWrite(Cache::Warm), Op::TrieWrite(Cache::Cold)];
-    let mut write_ratios = Vec::new();
-    let mut read_ratios = Vec::new();
+    let mut ratios = Ratios::default();
     for size in VFS_TRIE_SIZES {
         let _ = writeln!(
             md,
             "### {} keys\n\n| backend | read warm | read cold | write warm | write cold |\n|---|---:|---:|---:|---:|",
             int(size as f64)
         );
-        let rows: Vec<Backend> = BACKENDS
-            .into_iter()
-            .filter(|b| !b.is_sqlite())
-            .chain([Backend::Sqlite, Backend::SqliteVfs, Backend::SqliteRowid, Backend::SqliteVfsRowid])
-            .collect();
-        for backend in rows {
-            let cells: Vec<String> =
-                ops.iter().map(|&op| w_avg_per_op(results, op, size, backend).map_or("–".to_string(), int)).collect();
+        let w = |op: Op, kv: Kv| w_avg_per_op_in(results, op, size, kv.backend, kv.profile);
+        for backend in BACKENDS.into_iter().filter(|b| !b.is_sqlite()) {
+            let kv = Kv::of(backend);
+            let cells: Vec<String> = TRIE_OPS.iter().map(|&op| w(op, kv).map_or("–".to_string(), int)).collect();
             let _ = writeln!(md, "| {} | {} |", backend.name(), cells.join(" | "));
         }
-        md.push_str("| **ic-sqlite-vfs against ic-rusqlite** | | | | |\n");
         for vfs in stablebench_grid::cells::VFS_BACKENDS {
-            let twin = rusqlite_twin(vfs);
-            let cells: Vec<String> = ops
-                .iter()
-                .map(|&op| match (w_avg_per_op(results, op, size, vfs), w_avg_per_op(results, op, size, twin)) {
-                    (Some(v), Some(r)) => {
-                        match op {
-                            Op::TrieWrite(_) => write_ratios.push(v / r),
-                            _ => read_ratios.push(v / r),
+            for kv in Kv::sqlite_rows(vfs) {
+                let cells: Vec<String> = TRIE_OPS.iter().map(|&op| w(op, kv).map_or("–".to_string(), int)).collect();
+                let _ = writeln!(md, "| {} | {} |", kv.label(), cells.join(" | "));
+            }
+        }
+        let _ = writeln!(md, "| **ratios** | | | | |");
+        for vfs in stablebench_grid::cells::VFS_BACKENDS {
+            let [r4, r16, v] = Kv::sqlite_rows(vfs);
+            for (num, den, bucket) in
+                [(v, r4, Bucket::VfsVs4k), (v, r16, Bucket::VfsVs16k), (r16, r4, Bucket::Page16kVs4k)]
+            {
+                let cells: Vec<String> = TRIE_OPS
+                    .iter()
+                    .map(|&op| match (w(op, num), w(op, den)) {
+                        (Some(x), Some(y)) => {
+                            ratios.push(bucket, op, num.backend, x / y);
+                            vs(x, y)
                         }
-                        vs(v, r)
-                    }
-                    _ => "–".into(),
-                })
-                .collect();
-            let _ = writeln!(md, "| {} / {} | {} |", vfs.name(), twin.name(), cells.join(" | "));
+                        _ => "–".into(),
+                    })
+                    .collect();
+                let _ = writeln!(md, "| {} against {} | {} |", num.label(), den.label(), cells.join(" | "));
+            }
         }
         md.push('\n');
     }
@@ -178,77 +265,134 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     // NodeStore.
     md.push_str(
         "## Key-value: rippled's NodeStore (objects of 1-2 KiB)\n\n\
-         Instructions per object of each phase (`docs/kv.md` has the method).\n\n",
+         Instructions per object of each phase (`docs/kv.md` has the method), on the same three SQLite \
+         setups as the trie.\n\n",
     );
+    let columns: Vec<Kv> = stablebench_grid::cells::VFS_BACKENDS.into_iter().flat_map(Kv::sqlite_rows).collect();
     for n in stablebench_grid::cells::NODESTORE_SIZES {
+        let header: Vec<String> = columns.iter().map(Kv::label).collect();
         let _ = writeln!(
             md,
-            "### {} objects\n\n| phase | sqlite | sqlite_vfs | sqlite_rowid | sqlite_vfs_rowid |\n|---|---:|---:|---:|---:|",
-            int(n as f64)
+            "### {} objects\n\n| phase | {} |\n|---|{}",
+            int(n as f64),
+            header.join(" | "),
+            "---:|".repeat(columns.len())
         );
         for phase in Phase::ALL {
-            let cells: Vec<String> =
-                [Backend::Sqlite, Backend::SqliteVfs, Backend::SqliteRowid, Backend::SqliteVfsRowid]
-                    .map(|b| phase_per_op(results, b, n, phase).map_or("–".to_string(), int))
-                    .to_vec();
+            let p = |kv: Kv| phase_per_op_in(results, kv.backend, kv.profile, n, phase);
+            let cells: Vec<String> = columns.iter().map(|&kv| p(kv).map_or("–".to_string(), int)).collect();
             let _ = writeln!(md, "| {} | {} |", phase.title(), cells.join(" | "));
+            for vfs in stablebench_grid::cells::VFS_BACKENDS {
+                let [r4, r16, v] = Kv::sqlite_rows(vfs);
+                for (num, den, bucket) in
+                    [(v, r4, Bucket::VfsVs4k), (v, r16, Bucket::VfsVs16k), (r16, r4, Bucket::Page16kVs4k)]
+                {
+                    if let (Some(x), Some(y)) = (p(num), p(den)) {
+                        ratios.push_nodestore(bucket, phase, num.backend, x / y);
+                    }
+                }
+            }
         }
         md.push('\n');
     }
 
     // What to choose, from the numbers.
-    let range = |r: &[f64]| {
-        let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = r.iter().copied().fold(0.0, f64::max);
-        (lo, hi)
-    };
-    let (wlo, whi) = range(&write_ratios);
-    let (rlo, rhi) = range(&read_ratios);
-    let uo: Vec<f64> = uo_ratios.iter().map(|(_, r)| *r).collect();
-    let (ulo, uhi) = range(&uo);
+    let (ulo, uhi) = span(uo_ratios.iter().map(|(_, r)| *r)).unwrap_or((f64::NAN, f64::NAN));
     let mut choose = String::new();
-    let claim = if wlo > 1.0 {
-        "more than ic-rusqlite, the opposite of its README's claim (\"6.5x fewer for insert/update\" than the \
-         wasi2ic path, measured there against other settings); where it goes, from the wasm profiler: \
-         docs/breakdown.md"
-    } else if whi < 1.0 {
-        "less than ic-rusqlite, as its README claims (though not by its 6.5x)"
-    } else {
-        "more or less than ic-rusqlite depending on size and cache"
+    let write_vs_4k = ratios.span(Bucket::VfsVs4k, Class::Write, None);
+    let claim = match write_vs_4k {
+        Some((lo, _)) if lo > 1.0 => {
+            "more than ic-rusqlite, the opposite of its README's claim (\"6.5x fewer for insert/update\" than the \
+             wasi2ic path, measured there against other settings); where it goes, from the wasm profiler: \
+             docs/breakdown.md"
+        }
+        Some((_, hi)) if hi < 1.0 => "less than ic-rusqlite, as its README claims (though not by its 6.5x)",
+        _ => "more or less than ic-rusqlite depending on size and cache",
     };
-    let _ = write!(
+    let rng = |r: Option<(f64, f64)>| r.map_or("–".to_string(), |(lo, hi)| format!("{lo:.2}x to {hi:.2}x"));
+    let bulk_geomean = (!uo_ratios.is_empty())
+        .then(|| (uo_ratios.iter().map(|(_, r)| r.ln()).sum::<f64>() / uo_ratios.len() as f64).exp());
+    let reads_same_page = ratios.span(Bucket::VfsVs16k, Class::Read, None);
+    let verdict = match (write_vs_4k, bulk_geomean) {
+        (Some((lo, hi)), Some(g)) if lo > 1.0 && g > 1.0 => format!(
+            "**In plain words: choose ic-rusqlite with the recommended profile.** Every measured commit costs \
+             more on ic-sqlite-vfs ({lo:.2}x to {hi:.2}x), and the nine bulk steps cost {g:.2}x ic-rusqlite's in the geometric \
+             mean. Its cheaper `WITHOUT ROWID` reads come from its 16 KiB pages, which ic-rusqlite can have too \
+             (`page_size` 16384 before the first table, as `{page16k}` does): at the same page size its reads \
+             cost {} of ic-rusqlite's. What speaks for ic-sqlite-vfs is outside these numbers: it builds for \
+             wasm32-unknown-unknown with cargo alone, without wasi2ic.\n\n",
+            rng(reads_same_page),
+            page16k = KV_PAGE_16K_PROFILE.name,
+        ),
+        _ => "**In plain words:** neither library is cheaper everywhere; pick by the pattern that dominates your \
+              canister, below.\n\n"
+            .to_string(),
+    };
+    choose.push_str(&verdict);
+    let _ = writeln!(
         choose,
-        "- **One small write per message** (a key-value put committed on its own): ic-sqlite-vfs costs \
-         {wlo:.2}x to {whi:.2}x what ic-rusqlite costs per commit here: {claim}. Its `Db::update` publishes \
-         the transaction's pages from a heap overlay after COMMIT and updates its superblock every time.\n\
-         - **Point reads**: {rlo:.2}x to {rhi:.2}x of ic-rusqlite's cost; below 1 means cheaper. The \
-         cheaper reads are `WITHOUT ROWID` ones, where its 16 KiB pages hold four times the entries of a \
-         4 KiB page (how much of the gap that explains is not separated yet, see below); in a query method, though, every call \
-         starts with a new read-only connection and an empty cache (the library discards it at every \
-         update, and a query's heap changes are discarded anyway), which the warm columns do not show.\n\
-         - **Bulk SQL** (the nine users/orders steps): {ulo:.2}x to {uhi:.2}x of ic-rusqlite's cost with \
-         the same cache budget; `page_16k` shows how much of that is the page size alone.\n\
-         - **Large rows in a `WITHOUT ROWID` table** (NodeStore's 1-2 KiB objects): see the NodeStore table. \
-         SQLite keeps at most about a quarter of a page of an index-tree entry on the page (sqlite.org \
-         fileformat2, \"the maximum amount of payload that can be stored directly on the b-tree page\": \
-         (U - 12) x 64 / 255 - 23 bytes: 1,002 at 4 KiB, 4,086 at 16 KiB), so with 4 KiB pages every such row spills to an overflow \
-         page; ic-rusqlite can have 16 KiB pages too (`page_size` before the first table), which this grid \
-         has not measured on the key-value workloads yet.\n\
+        "- **One small write per message** (a key-value put committed on its own): ic-sqlite-vfs costs {} what \
+         ic-rusqlite costs per commit here: {claim}. Its `Db::update` publishes the transaction's pages from a \
+         heap overlay after COMMIT and updates its superblock every time. Not the page size: ic-rusqlite with \
+         16 KiB pages writes at {} of its 4 KiB cost, and ic-sqlite-vfs costs {} of that.",
+        rng(write_vs_4k),
+        rng(ratios.span(Bucket::Page16kVs4k, Class::Write, None)),
+        rng(ratios.span(Bucket::VfsVs16k, Class::Write, None)),
+    );
+    let _ = writeln!(
+        choose,
+        "- **Point reads**: ic-sqlite-vfs's cost {} of ic-rusqlite's (below 1 means cheaper; `WITHOUT ROWID` {}, \
+         rowid {}). The page size: ic-rusqlite's own reads with 16 KiB pages cost {} of its 4 KiB reads \
+         (`WITHOUT ROWID` {}), and ic-sqlite-vfs's reads {} of ic-rusqlite's at the same page size. In a \
+         query method, though, every ic-sqlite-vfs call starts with a new read-only connection and an empty \
+         cache (the library discards it at every update, and a query's heap changes are discarded anyway), \
+         which the warm columns do not show.",
+        rng(ratios.span(Bucket::VfsVs4k, Class::Read, None)),
+        rng(ratios.span(Bucket::VfsVs4k, Class::Read, Some(Backend::SqliteVfs))),
+        rng(ratios.span(Bucket::VfsVs4k, Class::Read, Some(Backend::SqliteVfsRowid))),
+        rng(ratios.span(Bucket::Page16kVs4k, Class::Read, None)),
+        rng(ratios.span(Bucket::Page16kVs4k, Class::Read, Some(Backend::Sqlite))),
+        rng(ratios.span(Bucket::VfsVs16k, Class::Read, None)),
+    );
+    let _ = writeln!(
+        choose,
+        "- **Large rows in a `WITHOUT ROWID` table** (NodeStore's 1-2 KiB objects): SQLite keeps at most about \
+         a quarter of a page of an index-tree entry on the page (sqlite.org fileformat2, \"the maximum amount \
+         of payload that can be stored directly on the b-tree page\": (U - 12) x 64 / 255 - 23 bytes: 1,002 at \
+         4 KiB, 4,086 at 16 KiB), so with 4 KiB pages every such row spills to an overflow page. ic-rusqlite \
+         with 16 KiB pages fetches at {} of its 4 KiB cost and inserts at {}; ic-sqlite-vfs fetches at {} and \
+         inserts at {} of ic-rusqlite's at 16 KiB.",
+        rng(ratios.span(Bucket::Page16kVs4k, Class::Fetch, Some(Backend::Sqlite))),
+        rng(ratios.span(Bucket::Page16kVs4k, Class::Insert, Some(Backend::Sqlite))),
+        rng(ratios.span(Bucket::VfsVs16k, Class::Fetch, Some(Backend::SqliteVfs))),
+        rng(ratios.span(Bucket::VfsVs16k, Class::Insert, Some(Backend::SqliteVfs))),
+    );
+    let _ = writeln!(
+        choose,
+        "- **Bulk SQL** (the nine users/orders steps): {ulo:.2}x to {uhi:.2}x of ic-rusqlite's cost with the \
+         same cache budget; the users/orders table shows ic-rusqlite at 16 KiB too.\n\
          - **Query methods and upgrades**: the README's per-call table measures whole messages on both \
          (`sqlite_vfs_rowid` against `sqlite_rowid`): ic-sqlite-vfs opens a read-only connection in every \
-         query call, and its `post_upgrade` has no file system to mount.\n",
+         query call, and its `post_upgrade` has no file system to mount.",
     );
     md.push_str("\n## Which to choose\n\n");
     md.push_str(&choose);
     md.push_str(
-        "\n## Not measured yet\n\n\
-         - ic-rusqlite's SQLite with ic-sqlite-vfs's compile flags. The reverse, ic-sqlite-vfs's SQLite at \
-         ic-rusqlite's `-O3` instead of its shipped `-Oz`, was measured once (docs/breakdown.md, \
-         `scripts/vfs-sqlite-build.sh`): 3 % fewer instructions in the median, 5-7 % on the bulk steps.\n\
-         - ic-rusqlite with 16 KiB pages on the key-value workloads (the users/orders sweep has `page_16k`), \
-         which would say how much of ic-sqlite-vfs's cheaper `WITHOUT ROWID` reads is the page size.\n\
+        "\n## SQLite's build\n\n\
+         Measured apart, on 27 cells of ic-rusqlite's canister (docs/breakdown.md, \
+         `scripts/rusqlite-sqlite-build.sh`, 2026-11-25; not part of these results): ic-rusqlite with \
+         ic-sqlite-vfs's SQLite build (its 14 defines, `-Oz`) costs 3.0 % more in the median, 5.7-11.7 % \
+         more on the bulk steps and 23 % more on the index build (its `SQLITE_TEMP_STORE=3`), and within \
+         ±1.2 % on a single-put commit. So the build explains most of ic-sqlite-vfs's extra cost on bulk \
+         SQL and none of its extra cost per commit. Its defines alone save ic-rusqlite 0.3-3.3 % on \
+         key-value calls; the one it can switch at run time (`SQLITE_CONFIG_MEMSTATUS` off) saves 0.5 % in \
+         the median and is not adopted, since it disables SQLite's heap limits.\n\n\
+         ## Not measured yet\n\n\
          - ic-sqlite-vfs's own statement API (its `prepare_cached`, `query_row`) instead of rusqlite over its \
-         connections.\n",
+         connections.\n\
+         - SQLite for ic-rusqlite built with a current clang (WASI SDK) and a reduced set of defines: a \
+         machine with rustup alone cannot build it, and Debian's clang 14 loses 1.3 % in the median to the \
+         shipped clang 20 archive.\n",
     );
     let readme = format!(
         "ic-sqlite-vfs 2.1 against ic-rusqlite (the recommended profile), same SQL and Rust code, same cache \

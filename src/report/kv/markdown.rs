@@ -4,14 +4,14 @@
 use std::fmt::Write;
 
 use stablebench_grid::cells::{
-    size_label, Backend, Op, BACKENDS, DB_WEIGHT_SIZE, KV_PROFILE, NODESTORE_SIZES, TRIE_SIZES,
+    size_label, Backend, Op, BACKENDS, DB_WEIGHT_SIZE, KV_PAGE_16K_PROFILE, KV_PROFILE, NODESTORE_SIZES, TRIE_SIZES,
 };
 use stablebench_grid::ic::{self, prices};
 
 use super::{
     avg_per_op, cycles_in_update, db_weights, heap_bytes_per_key, heap_limit_keys, op_title, op_unit, phase_per_op,
-    phase_stable_bytes_per_object, setup, upgrades, versus, w_avg_per_op, DbWeight, Hits, Phase, Upgrade, BASELINE,
-    PHASES, TRIE_OPS,
+    phase_per_op_in, phase_stable_bytes_per_object, setup, upgrades, versus, w_avg_per_op, DbWeight, Hits, Phase,
+    Upgrade, BASELINE, PHASES, TRIE_OPS,
 };
 use crate::report::results::Results;
 use crate::report::{grouped, human, int, mib};
@@ -736,6 +736,36 @@ pub(super) fn patterns(results: &Results) -> String {
                 int(without),
                 versus(with, without)
             );
+            // The same table with pages large enough to keep such a row on its page.
+            let big = |b| phase_per_op_in(results, b, Some(KV_PAGE_16K_PROFILE), n, Phase::FetchRandom);
+            let insert = |b, p| phase_per_op_in(results, b, p, n, Phase::Inserts);
+            if let (Some(without16), Some(ins4), Some(ins16)) = (
+                big(Backend::Sqlite),
+                insert(Backend::Sqlite, Backend::Sqlite.kv_profile()),
+                insert(Backend::Sqlite, Some(KV_PAGE_16K_PROFILE)),
+            ) {
+                let _ = writeln!(
+                    out,
+                    "- **Large rows want large pages** (NodeStore, {} objects): with 16 KiB pages (`{}`, the \
+                     recommended profile with `page_size` 16384, where an index-tree cell keeps up to 4,086 bytes) \
+                     the `WITHOUT ROWID` table's random fetch costs {} instructions instead of {} ({}), and a \
+                     single-commit insert {} instead of {} ({}){}. Set `page_size` before the first table; \
+                     small-value writes pay for the larger page (`docs/vfs.md` has the trie at both sizes).",
+                    grouped(n),
+                    KV_PAGE_16K_PROFILE.name,
+                    int(without16),
+                    int(without),
+                    versus(without16, without),
+                    int(ins16),
+                    int(ins4),
+                    versus(ins16, ins4),
+                    big(Backend::SqliteRowid).map_or(String::new(), |r| format!(
+                        "; the rowid table, whose leaf already holds such a row, fetches at {} with 16 KiB pages and {} with 4 KiB",
+                        int(r),
+                        int(with)
+                    )),
+                );
+            }
         }
     }
     if out.is_empty() {
