@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use crate::counts;
 use crate::schema::{index_names, CREATE_INDEXES};
 use crate::workload::{self, next_offset, Table};
 use crate::{Error, Meter, Result};
@@ -28,14 +29,20 @@ pub fn load_users(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Me
 }
 
 /// Loads orders for generator indexes `offset .. offset + count`, spread over the users present,
-/// with the same resumable, idempotent rules as [`load_users`].
+/// with the same resumable, idempotent rules as [`load_users`]. The users are counted in constant
+/// time and the orders' count moves with the rows, in their transaction ([`counts`]).
 pub fn load_orders(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Meter) -> Result<Batch> {
-    let users = workload::count_users(conn)?;
+    let users = counts::users(conn)?;
     if users == 0 {
         return Err(Error::InvalidArgument("there are no users yet: load users first".into()));
     }
     load(conn, Table::Orders, offset, count, meter, |conn, start, n| {
-        workload::insert_orders(conn, start, n, users, meter)
+        let tx = conn.transaction()?;
+        counts::ensure_orders(&tx)?;
+        let done = workload::insert_orders_in(&tx, start, n, users, meter)?;
+        counts::add_orders(&tx, done as i64)?;
+        tx.commit()?;
+        Ok(done)
     })
 }
 
@@ -158,6 +165,7 @@ pub fn delete_orders_of_users(
         }
     }
     let tx = conn.transaction()?;
+    counts::ensure_orders(&tx)?;
     let last: i64 = tx.query_row("SELECT coalesce(max(order_id), 0) FROM orders", (), |r| r.get(0))?;
     let (mut after, mut deleted) = (from_order_id as i64, 0u64);
     {
@@ -168,6 +176,7 @@ pub fn delete_orders_of_users(
             after = upto;
         }
     }
+    counts::add_orders(&tx, -(deleted as i64))?;
     tx.commit()?;
     let next_order_id = after.max(from_order_id as i64) as u64;
     Ok(Deleted { deleted, next_order_id, complete: after >= last, instructions: meter.used() })

@@ -14,6 +14,7 @@
 
 pub mod bench;
 pub mod chia;
+pub mod counts;
 mod error;
 pub mod generate;
 pub mod jobs;

@@ -62,23 +62,27 @@ pub fn insert_orders(
     user_count: u64,
     meter: &dyn Meter,
 ) -> Result<u64> {
+    let tx = conn.transaction()?;
+    let done = insert_orders_in(&tx, offset, count, user_count, meter)?;
+    tx.commit()?;
+    Ok(done)
+}
+
+/// The loop of [`insert_orders`] inside the caller's transaction (which commits it).
+pub fn insert_orders_in(conn: &Connection, offset: u64, count: u64, user_count: u64, meter: &dyn Meter) -> Result<u64> {
     if user_count == 0 {
         return Err(Error::InvalidArgument("orders need at least one user".into()));
     }
-    let tx = conn.transaction()?;
     let mut done = 0;
-    {
-        let mut stmt = tx.prepare_cached(INSERT_ORDER)?;
-        while done < count {
-            if done % METER_EVERY_INSERTS == 0 && done > 0 && meter.exhausted() {
-                break;
-            }
-            let user_id = order_user_id(offset + done, user_count);
-            stmt.execute((user_id as i64, order_amount(user_id)))?;
-            done += 1;
+    let mut stmt = conn.prepare_cached(INSERT_ORDER)?;
+    while done < count {
+        if done % METER_EVERY_INSERTS == 0 && done > 0 && meter.exhausted() {
+            break;
         }
+        let user_id = order_user_id(offset + done, user_count);
+        stmt.execute((user_id as i64, order_amount(user_id)))?;
+        done += 1;
     }
-    tx.commit()?;
     Ok(done)
 }
 

@@ -23,11 +23,11 @@ mod live;
 mod measure;
 
 use candid::{CandidType, Deserialize, Principal};
+use stablebench::counts;
 use stablebench::jobs::{self, guarded};
 use stablebench::pragma::{self, Profile};
 use stablebench::query::{self, Order, Page, QueryLimits, Rows, RowsPage, User};
 use stablebench::schema::{self, schema_exists};
-use stablebench::workload;
 
 pub use kv::KvBackend;
 pub use stablebench::jobs::{Batch, Deleted, IndexProgress};
@@ -197,6 +197,24 @@ fn post_upgrade(args: Option<InitArgs>) {
     open_with(args, active_profile());
     kv::open();
     kv::load_heap();
+    count_orders_once();
+}
+
+/// Counts the orders of a database written before the canister kept their count, so that
+/// `stats` answers in constant time from this upgrade on. Bounded to half the upgrade's
+/// instruction limit; past it nothing changes and the first `add_orders` or `delete_orders`
+/// counts them instead.
+fn count_orders_once() {
+    let meter = InstructionBudget(stablebench_grid::ic::INSTALL_INSTRUCTION_LIMIT / 2);
+    let counted = db::with_conn(|conn| -> stablebench::Result<()> {
+        if schema_exists(conn)? {
+            guarded(conn, &meter, || counts::init(conn))?;
+        }
+        Ok(())
+    });
+    if let Err(e) = counted {
+        ic_cdk::api::debug_print(format!("post_upgrade: the orders stay uncounted until the next load or delete: {e}"));
+    }
 }
 
 fn require_controller() -> Result<(), Error> {
@@ -264,7 +282,12 @@ fn guarded_read<T>(
 #[ic_cdk::update]
 fn create_schema() -> Result<Cost, Error> {
     require_controller()?;
-    db::with_conn(schema::create_schema)?;
+    let meter = InstructionBudget(UPDATE_BUDGET);
+    db::with_conn(|conn| -> stablebench::Result<()> {
+        schema::create_schema(conn)?;
+        guarded(conn, &meter, || counts::init(conn))?;
+        Ok(())
+    })?;
     Ok(cost_now())
 }
 
@@ -333,13 +356,15 @@ fn list_orders(after: u64, limit: u32) -> Result<Page<Order>, Error> {
     guarded_read(true, |conn, meter| query::list_orders(conn, after, limit, QUERY_LIMITS, meter))
 }
 
-/// Row counts, file and memory sizes, and the active pragmas.
+/// Row counts, file and memory sizes, and the active pragmas. The counts are kept by the loads
+/// and deletes, so this costs the same at any size (a database from before the canister kept
+/// them is counted once, at the upgrade or by the first load or delete).
 #[ic_cdk::query]
 fn stats() -> Result<Stats, Error> {
     db::with_conn(|conn| {
         let schema = schema_exists(conn)?;
         let (users, orders, indexes) = if schema {
-            (workload::count_users(conn)?, workload::count_orders(conn)?, schema::index_names(conn)?)
+            (counts::users(conn)?, counts::orders_or_count(conn)?, schema::index_names(conn)?)
         } else {
             (0, 0, Vec::new())
         };

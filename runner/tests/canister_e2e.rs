@@ -187,6 +187,42 @@ fn a_query_that_would_pass_its_instruction_limit_stops_with_an_error() {
     }
 }
 
+/// `stats` and one-row loads cost the same whatever the size: the counts are kept, not counted
+/// (`SELECT count(*)` would visit every page: about 2 M instructions more at the larger size).
+#[test]
+fn stats_and_a_one_order_load_cost_the_same_at_ten_times_the_rows() {
+    let mut c = install(Limits::PRODUCTION);
+    load(&mut c, 1_000, 10_000);
+    let cost = |c: &mut Canister| -> (u64, u64) {
+        let out = c.query("stats", &unit(), Principal::anonymous());
+        let stats = out.instructions;
+        assert!(decode::<Result<Stats, Error>>(out, "stats").is_ok());
+        let next = next_order_offset(c);
+        let out = c.update("add_orders", &candid::encode_args((next, 1u64)).unwrap(), default_controller());
+        let add = out.instructions;
+        assert_eq!(decode::<Result<Batch, Error>>(out, "add_orders").unwrap().inserted, 1);
+        (stats, add)
+    };
+    let small = cost(&mut c);
+    assert_eq!(batch(&mut c, "add_users", 1_000, 9_000).inserted, 9_000);
+    let next = next_order_offset(&mut c);
+    assert_eq!(batch(&mut c, "add_orders", next, 99_999).inserted, 99_999);
+    let large = cost(&mut c);
+    let s = stats(&mut c);
+    assert_eq!((s.users, s.orders), (10_000, 110_001));
+    assert_eq!(count(&mut c, "SELECT count(*) FROM orders"), 110_001);
+    for (what, a, b) in [("stats", small.0, large.0), ("add_orders(next, 1)", small.1, large.1)] {
+        // A B-tree one level deeper may add a few thousand instructions; a count, millions.
+        eprintln!("{what}: {a} instructions at 10,000 orders, {b} at 110,000");
+        assert!(b.abs_diff(a) < 20_000, "{what}: {a} instructions at 10,000 orders, {b} at 110,000");
+    }
+}
+
+/// The next generator offset of `add_orders`: the orders' count, as this test deletes none.
+fn next_order_offset(c: &mut Canister) -> u64 {
+    stats(c).orders
+}
+
 #[test]
 fn an_upgrade_keeps_every_row_and_the_settings() {
     let mut c = install(Limits::PRODUCTION);
