@@ -19,6 +19,9 @@ pub const PROGRESS_STEPS: i32 = 10_000;
 /// Order ids covered by one DELETE statement of [`delete_orders_of_users`].
 pub const DELETE_WINDOW: u64 = 10_000;
 
+/// The statement [`delete_orders_of_users`] runs per window: `(after, upto, max_user_id)`.
+pub const DELETE_WINDOW_SQL: &str = "DELETE FROM orders WHERE order_id > ?1 AND order_id <= ?2 AND user_id <= ?3";
+
 pub use stablebench_grid::api::{Batch, Deleted, IndexProgress};
 
 /// Loads users `offset .. offset + count` (ids `offset + 1 ..`), continuing from the rows already
@@ -30,19 +33,14 @@ pub fn load_users(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Me
 
 /// Loads orders for generator indexes `offset .. offset + count`, spread over the users present,
 /// with the same resumable, idempotent rules as [`load_users`]. The users are counted in constant
-/// time and the orders' count moves with the rows, in their transaction ([`counts`]).
+/// time ([`counts`]).
 pub fn load_orders(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Meter) -> Result<Batch> {
     let users = counts::users(conn)?;
     if users == 0 {
         return Err(Error::InvalidArgument("there are no users yet: load users first".into()));
     }
     load(conn, Table::Orders, offset, count, meter, |conn, start, n| {
-        let tx = conn.transaction()?;
-        counts::ensure_orders(&tx)?;
-        let done = workload::insert_orders_in(&tx, start, n, users, meter)?;
-        counts::add_orders(&tx, done as i64)?;
-        tx.commit()?;
-        Ok(done)
+        workload::insert_orders(conn, start, n, users, meter)
     })
 }
 
@@ -165,18 +163,17 @@ pub fn delete_orders_of_users(
         }
     }
     let tx = conn.transaction()?;
-    counts::ensure_orders(&tx)?;
-    let last: i64 = tx.query_row("SELECT coalesce(max(order_id), 0) FROM orders", (), |r| r.get(0))?;
+    let last: i64 = tx.prepare_cached("SELECT coalesce(max(order_id), 0) FROM orders")?.query_row((), |r| r.get(0))?;
     let (mut after, mut deleted) = (from_order_id as i64, 0u64);
     {
-        let mut delete = tx.prepare("DELETE FROM orders WHERE order_id > ?1 AND order_id <= ?2 AND user_id <= ?3")?;
+        let mut delete = tx.prepare_cached(DELETE_WINDOW_SQL)?;
         while after < last && !meter.exhausted() {
             let upto = after.saturating_add(DELETE_WINDOW as i64).min(last);
             deleted += delete.execute((after, upto, max_user_id as i64))? as u64;
             after = upto;
         }
     }
-    counts::add_orders(&tx, -(deleted as i64))?;
+    counts::orders_deleted(&tx, deleted)?;
     tx.commit()?;
     let next_order_id = after.max(from_order_id as i64) as u64;
     Ok(Deleted { deleted, next_order_id, complete: after >= last, instructions: meter.used() })

@@ -47,7 +47,8 @@ impl Apply for Profile {
 
 /// Reads one pragma's current value as text.
 pub fn read_pragma(conn: &Connection, name: &str) -> Result<String> {
-    let value: rusqlite::types::Value = conn.pragma_query_value(None, name, |r| r.get(0))?;
+    // Cached: `stats` reads a dozen of them, and preparing costs more than running one.
+    let value: rusqlite::types::Value = conn.prepare_cached(&format!("PRAGMA {name}"))?.query_row((), |r| r.get(0))?;
     Ok(match value {
         rusqlite::types::Value::Integer(i) => i.to_string(),
         rusqlite::types::Value::Text(t) => t,

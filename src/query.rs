@@ -206,6 +206,15 @@ pub struct Page<T> {
     pub next_after: Option<u64>,
 }
 
+/// The statement of [`list_users`]: a page of users after a key (one row more than the page, to
+/// tell whether another follows).
+pub const LIST_USERS: &str =
+    "SELECT user_id, username, email, created_at FROM users WHERE user_id > ?1 ORDER BY user_id LIMIT ?2";
+
+/// The statement of [`list_orders`], like [`LIST_USERS`].
+pub const LIST_ORDERS: &str =
+    "SELECT order_id, user_id, amount, created_at FROM orders WHERE order_id > ?1 ORDER BY order_id LIMIT ?2";
+
 /// Users with `user_id > after`, in id order, at most `limit` (keyset pagination: a page costs
 /// the same wherever it starts). Stops early at the reply-size limit or the budget.
 pub fn list_users(
@@ -215,8 +224,7 @@ pub fn list_users(
     limits: QueryLimits,
     meter: &dyn Meter,
 ) -> Result<Page<User>> {
-    let sql = "SELECT user_id, username, email, created_at FROM users WHERE user_id > ?1 ORDER BY user_id LIMIT ?2";
-    keyset_page(conn, sql, after, limit, limits, meter, |r| {
+    keyset_page(conn, LIST_USERS, after, limit, limits, meter, |r| {
         let user = User {
             user_id: r.get::<_, i64>(0)? as u64,
             username: r.get(1)?,
@@ -236,8 +244,7 @@ pub fn list_orders(
     limits: QueryLimits,
     meter: &dyn Meter,
 ) -> Result<Page<Order>> {
-    let sql = "SELECT order_id, user_id, amount, created_at FROM orders WHERE order_id > ?1 ORDER BY order_id LIMIT ?2";
-    keyset_page(conn, sql, after, limit, limits, meter, |r| {
+    keyset_page(conn, LIST_ORDERS, after, limit, limits, meter, |r| {
         let order = Order {
             order_id: r.get::<_, i64>(0)? as u64,
             user_id: r.get::<_, i64>(1)? as u64,

@@ -62,27 +62,23 @@ pub fn insert_orders(
     user_count: u64,
     meter: &dyn Meter,
 ) -> Result<u64> {
-    let tx = conn.transaction()?;
-    let done = insert_orders_in(&tx, offset, count, user_count, meter)?;
-    tx.commit()?;
-    Ok(done)
-}
-
-/// The loop of [`insert_orders`] inside the caller's transaction (which commits it).
-pub fn insert_orders_in(conn: &Connection, offset: u64, count: u64, user_count: u64, meter: &dyn Meter) -> Result<u64> {
     if user_count == 0 {
         return Err(Error::InvalidArgument("orders need at least one user".into()));
     }
+    let tx = conn.transaction()?;
     let mut done = 0;
-    let mut stmt = conn.prepare_cached(INSERT_ORDER)?;
-    while done < count {
-        if done % METER_EVERY_INSERTS == 0 && done > 0 && meter.exhausted() {
-            break;
+    {
+        let mut stmt = tx.prepare_cached(INSERT_ORDER)?;
+        while done < count {
+            if done % METER_EVERY_INSERTS == 0 && done > 0 && meter.exhausted() {
+                break;
+            }
+            let user_id = order_user_id(offset + done, user_count);
+            stmt.execute((user_id as i64, order_amount(user_id)))?;
+            done += 1;
         }
-        let user_id = order_user_id(offset + done, user_count);
-        stmt.execute((user_id as i64, order_amount(user_id)))?;
-        done += 1;
     }
+    tx.commit()?;
     Ok(done)
 }
 
@@ -132,8 +128,10 @@ pub fn count_orders(conn: &Connection) -> Result<u64> {
 /// The generator offset the next insert into `table` continues from: the highest id the table
 /// ever handed out (AUTOINCREMENT keeps it in `sqlite_sequence`), 0 for a table never written.
 pub fn next_offset(conn: &Connection, table: Table) -> Result<u64> {
-    let seq: Option<Option<i64>> =
-        conn.query_row("SELECT seq FROM sqlite_sequence WHERE name = ?1", [table.name()], |r| r.get(0)).optional()?;
+    let seq: Option<Option<i64>> = conn
+        .prepare_cached("SELECT seq FROM sqlite_sequence WHERE name = ?1")?
+        .query_row([table.name()], |r| r.get(0))
+        .optional()?;
     Ok(seq.flatten().unwrap_or(0) as u64)
 }
 

@@ -125,7 +125,7 @@ proptest! {
 }
 
 #[test]
-fn a_database_from_before_the_counts_is_counted_once_by_the_first_job() -> Result<()> {
+fn a_database_from_before_the_counts_is_counted_once_by_the_first_delete() -> Result<()> {
     let mut c = db()?;
     jobs::load_users(&mut c, 0, 100, &NoLimit)?;
     // Orders written the way earlier versions (and the benchmarks) write them: no count kept.

@@ -11,8 +11,11 @@ use stablebench_grid::ic::memory_ids;
 
 pub use rusqlite::Connection;
 
+/// rusqlite: ic-rusqlite's in the canister, the crate natively.
 #[cfg(target_arch = "wasm32")]
-use ic_rusqlite::rusqlite;
+pub use ic_rusqlite::rusqlite;
+#[cfg(not(target_arch = "wasm32"))]
+pub use rusqlite;
 
 /// Opens the database (creating it on first use) and applies `profile` in its order.
 ///
@@ -21,6 +24,7 @@ use ic_rusqlite::rusqlite;
 /// ordered profile ourselves, before anything else touches the connection.
 #[cfg(target_arch = "wasm32")]
 pub fn open(profile: &Profile) -> Result<()> {
+    forget_schema();
     let mut config = ic_rusqlite::ConnectionConfig {
         pragma_settings: Default::default(),
         ..ic_rusqlite::ConnectionConfig::default()
@@ -32,10 +36,40 @@ pub fn open(profile: &Profile) -> Result<()> {
     }
     ic_rusqlite::set_connection_config(config);
     OPEN_PROFILE.set("");
-    with_conn(|conn| profile.apply(conn))?;
+    with_conn(|conn| {
+        // Every statement the endpoints run stays prepared across calls (rusqlite's default
+        // keeps 16; `stats` alone runs about 20).
+        conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE_CAPACITY);
+        profile.apply(conn)
+    })?;
     OPEN_PROFILE.set(profile.name);
     Ok(())
 }
+
+thread_local! {
+    static SCHEMA_SEEN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the tables exist: remembered once seen (a `schema_exists` query reads the whole
+/// schema table, about 20 K instructions, in every call that needs the tables), since nothing
+/// drops them while the connection is open; opening or closing the connection (install, upgrade,
+/// the benchmark canister's reset) forgets it.
+pub fn schema_ready(conn: &Connection) -> Result<bool> {
+    if SCHEMA_SEEN.get() {
+        return Ok(true);
+    }
+    let seen = stablebench::schema::schema_exists(conn)?;
+    SCHEMA_SEEN.set(seen);
+    Ok(seen)
+}
+
+fn forget_schema() {
+    SCHEMA_SEEN.set(false);
+}
+
+/// Prepared statements rusqlite keeps per connection (least recently used dropped first).
+#[cfg(target_arch = "wasm32")]
+const STATEMENT_CACHE_CAPACITY: usize = 64;
 
 thread_local! {
     static OPEN_PROFILE: std::cell::Cell<&'static str> = const { std::cell::Cell::new("") };
@@ -165,6 +199,7 @@ pub fn save_memory_limit(bytes: u64) {
 /// upgrade discards the heap. Committed data is already in stable memory.
 #[cfg(target_arch = "wasm32")]
 pub fn close() {
+    forget_schema();
     ic_rusqlite::close_connection();
 }
 
@@ -176,6 +211,7 @@ thread_local! {
 /// Native stand-in for [`open`] on wasm32: a file database in the temp directory.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn open(profile: &Profile) -> Result<()> {
+    forget_schema();
     let path = std::env::temp_dir().join(format!("stablebench-canister-{}.db", std::process::id()));
     let conn = Connection::open(path)?;
     profile.apply(&conn)?;
@@ -252,5 +288,6 @@ pub fn bound_cache(wasm_memory_limit: u64) -> Result<u64> {
 /// Native stand-in for [`close`] on wasm32.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn close() {
+    forget_schema();
     NATIVE.with_borrow_mut(|c| *c = None);
 }

@@ -156,31 +156,35 @@ fn key(bytes: &[u8]) -> Result<Key, Error> {
 }
 
 /// Stores `value` under the 32-byte `key` in `backend`: one transaction. Controllers only.
-#[ic_cdk::update]
+#[ic_cdk::update(manual_reply = true)]
 fn kv_put(backend: KvBackend, key_bytes: ByteBuf, value: ByteBuf) -> Result<Cost, Error> {
-    require_controller()?;
-    let k = key(&key_bytes)?;
-    with_store(backend, true, |s| s.expect("created").put(&k, &value))?;
-    Ok(cost_now())
+    crate::send((|| -> Result<Cost, Error> {
+        require_controller()?;
+        let k = key(&key_bytes)?;
+        with_store(backend, true, |s| s.expect("created").put(&k, &value))?;
+        Ok(cost_now())
+    })())
 }
 
 /// The value under the 32-byte `key` in `backend`, if any.
-#[ic_cdk::query]
+#[ic_cdk::query(manual_reply = true)]
 fn kv_get(backend: KvBackend, key_bytes: ByteBuf) -> Result<Option<ByteBuf>, Error> {
-    let k = key(&key_bytes)?;
-    with_store(backend, false, |s| match s {
-        Some(s) => s.get(&k).map(|v| v.map(ByteBuf::from)),
-        None => Ok(None),
-    })
+    crate::send((|| -> Result<Option<ByteBuf>, Error> {
+        let k = key(&key_bytes)?;
+        with_store(backend, false, |s| match s {
+            Some(s) => s.get(&k).map(|v| v.map(ByteBuf::from)),
+            None => Ok(None),
+        })
+    })())
 }
 
 /// How many keys `backend` holds.
-#[ic_cdk::query]
+#[ic_cdk::query(manual_reply = true)]
 fn kv_len(backend: KvBackend) -> Result<u64, Error> {
-    with_store(backend, false, |s| match s {
+    crate::send(with_store(backend, false, |s| match s {
         Some(s) => s.len(),
         None => Ok(0),
-    })
+    }))
 }
 
 /// Writes entries `offset .. offset + count` of the trie benchmark's data set of `size` keys (a
@@ -189,18 +193,20 @@ fn kv_len(backend: KvBackend) -> Result<u64, Error> {
 /// each), until the instruction budget (default 30 B) is used; call again from `next_offset` until `complete`. Entries are a function of their index,
 /// so a repeated call rewrites the same values: retries and resumes never duplicate. Controllers
 /// only.
-#[ic_cdk::update]
+#[ic_cdk::update(manual_reply = true)]
 fn kv_load(backend: KvBackend, size: u64, offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Error> {
-    require_controller()?;
-    let meter = update_budget(budget)?;
-    let data = TrieDataset::new(size, KV_SEED)?;
-    if count == 0 || offset >= size {
-        return Err(Error::InvalidArgument {
-            message: format!("offset {offset} and count {count}: need count >= 1 and offset < {size}"),
-        });
-    }
-    let end = offset.saturating_add(count).min(size);
-    with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, LOAD_CHUNK, &meter))
+    crate::send((|| -> Result<Batch, Error> {
+        require_controller()?;
+        let meter = update_budget(budget)?;
+        let data = TrieDataset::new(size, KV_SEED)?;
+        if count == 0 || offset >= size {
+            return Err(Error::InvalidArgument {
+                message: format!("offset {offset} and count {count}: need count >= 1 and offset < {size}"),
+            });
+        }
+        let end = offset.saturating_add(count).min(size);
+        with_store(backend, true, |s| load(s.expect("created"), &data, offset, end, LOAD_CHUNK, &meter))
+    })())
 }
 
 /// Loads entries `offset..end`, `chunk` at a time, until `meter` runs out. A chunk is one SQLite
@@ -263,4 +269,10 @@ pub fn load_heap() {
         Ok(h) => HEAP.set(h),
         Err(e) => ic_cdk::trap(format!("reading the heap map after the upgrade: {e}")),
     }
+}
+
+/// Builds the type tables of the key-value query replies in an update (see `stablebench_grid::reply`).
+pub fn warm_query_replies() {
+    stablebench_grid::reply::warm::<Result<Option<ByteBuf>, Error>>();
+    stablebench_grid::reply::warm::<Result<u64, Error>>();
 }

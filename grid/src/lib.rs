@@ -16,6 +16,8 @@ pub mod ic;
 #[cfg(feature = "candid")]
 pub mod live;
 pub mod profiles;
+#[cfg(feature = "candid")]
+pub mod reply;
 pub mod sysrepo;
 pub mod users_orders;
 

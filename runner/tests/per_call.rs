@@ -231,7 +231,8 @@ fn table(r: &Results) -> String {
     }
     t += &format!(
         "\nThe floor under every call: `kv_len` of an empty heap map, a query that touches no data, costs {} \
-         instructions (decoding the argument, ic-cdk's entry, encoding the reply and its `Error` type). \
+         instructions (decoding the argument, ic-cdk's entry, encoding the reply; the reply's type table is \
+         built once and kept, `stablebench_grid::reply`). \
          The rest of a column's whole-message figure is the operation, the backend's own work around it \
          (for SQLite, the statement and its transaction) and the key and value crossing Candid.\n",
         stablebench::report::grouped(r.floor)

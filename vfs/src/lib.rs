@@ -35,6 +35,14 @@ fn api_error(e: stablebench::Error) -> Error {
     }
 }
 
+/// Replies with `value` (its Candid type table built once, `stablebench_grid::reply`) and hands it
+/// back for ic-cdk to drop: the endpoints are `manual_reply`, which keeps their declared types
+/// in the exported `.did` (ic-cdk's `encode_with` would declare every reply a `blob`).
+fn send<T: candid::CandidType + 'static>(value: T) -> T {
+    ic_cdk::api::msg_reply(stablebench_grid::reply::reply(&value));
+    value
+}
+
 fn require_controller() -> Result<(), Error> {
     let caller = ic_cdk::api::msg_caller();
     if ic_cdk::api::is_controller(&caller) {
@@ -115,25 +123,36 @@ fn open() {
 #[ic_cdk::init]
 fn init() {
     open();
+    warm_query_replies();
 }
 
 #[ic_cdk::post_upgrade]
 fn post_upgrade() {
     open();
+    warm_query_replies();
+}
+
+/// Builds the type tables of the query replies in an update, for every query after it (see
+/// `stablebench_grid::reply`).
+fn warm_query_replies() {
+    stablebench_grid::reply::warm::<Result<Option<ByteBuf>, Error>>();
+    stablebench_grid::reply::warm::<Result<u64, Error>>();
 }
 
 /// Stores `value` under the 32-byte `key` (controllers only): one transaction.
-#[ic_cdk::update]
+#[ic_cdk::update(manual_reply = true)]
 fn kv_put(key: ByteBuf, value: ByteBuf) -> Result<Cost, Error> {
-    require_controller()?;
-    let key = key_of(&key)?;
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(Error::InvalidArgument {
-            message: format!("a value is at most {MAX_VALUE_BYTES} bytes, not {}", value.len()),
-        });
-    }
-    kv::put(&key, &value).map_err(api_error)?;
-    Ok(Cost { instructions: instructions() })
+    send((|| -> Result<Cost, Error> {
+        require_controller()?;
+        let key = key_of(&key)?;
+        if value.len() > MAX_VALUE_BYTES {
+            return Err(Error::InvalidArgument {
+                message: format!("a value is at most {MAX_VALUE_BYTES} bytes, not {}", value.len()),
+            });
+        }
+        kv::put(&key, &value).map_err(api_error)?;
+        Ok(Cost { instructions: instructions() })
+    })())
 }
 
 /// Stores entries `offset .. offset + count` of the trie benchmark's data set of `size` keys
@@ -141,32 +160,34 @@ fn kv_put(key: ByteBuf, value: ByteBuf) -> Result<Cost, Error> {
 /// `MAX_LOAD_PER_CALL` per call, in transactions of 10,000. Returns the next offset. Bad
 /// arguments are refused before anything is written; a failure after the first transaction
 /// traps, so that the message's writes are all discarded and a retry starts from `offset` again.
-#[ic_cdk::update]
+#[ic_cdk::update(manual_reply = true)]
 fn kv_load(size: u64, offset: u64, count: u64) -> Result<u64, Error> {
-    require_controller()?;
-    if count > MAX_LOAD_PER_CALL {
-        return Err(Error::InvalidArgument { message: format!("count {count} is over {MAX_LOAD_PER_CALL}") });
-    }
-    let data = stablebench::kv::gen::TrieDataset::new(size, stablebench_grid::KV_SEED).map_err(api_error)?;
-    let end = offset.checked_add(count).filter(|&e| e <= size).ok_or_else(|| Error::InvalidArgument {
-        message: format!("entries {offset} + {count} are not inside the data set's {size}"),
-    })?;
-    if let Err(e) = kv::load(&data, offset..end) {
-        ic_cdk::trap(format!("kv_load: {e}; nothing of this call was kept"));
-    }
-    Ok(end)
+    send((|| -> Result<u64, Error> {
+        require_controller()?;
+        if count > MAX_LOAD_PER_CALL {
+            return Err(Error::InvalidArgument { message: format!("count {count} is over {MAX_LOAD_PER_CALL}") });
+        }
+        let data = stablebench::kv::gen::TrieDataset::new(size, stablebench_grid::KV_SEED).map_err(api_error)?;
+        let end = offset.checked_add(count).filter(|&e| e <= size).ok_or_else(|| Error::InvalidArgument {
+            message: format!("entries {offset} + {count} are not inside the data set's {size}"),
+        })?;
+        if let Err(e) = kv::load(&data, offset..end) {
+            ic_cdk::trap(format!("kv_load: {e}; nothing of this call was kept"));
+        }
+        Ok(end)
+    })())
 }
 
 /// The value under `key`, if any.
-#[ic_cdk::query]
+#[ic_cdk::query(manual_reply = true)]
 fn kv_get(key: ByteBuf) -> Result<Option<ByteBuf>, Error> {
-    Ok(kv::get(&key_of(&key)?).map_err(api_error)?.map(ByteBuf::from))
+    send((|| -> Result<Option<ByteBuf>, Error> { Ok(kv::get(&key_of(&key)?).map_err(api_error)?.map(ByteBuf::from)) })())
 }
 
 /// The number of keys stored.
-#[ic_cdk::query]
+#[ic_cdk::query(manual_reply = true)]
 fn kv_len() -> Result<u64, Error> {
-    kv::len().map_err(api_error)
+    send(kv::len().map_err(api_error))
 }
 
 fn instructions() -> u64 {

@@ -1,0 +1,293 @@
+//! The cost of one call of every users/orders endpoint, next to its floor: the whole message
+//! (Candid decoding, the controller check, the endpoint's checks and bookkeeping, the SQL, the
+//! commit, the reply) of the smallest useful call on the production wasm through the runner with
+//! production limits, with the reference data set loaded (100,000 users, 1,000,000 orders,
+//! indexes created before the load), and the same SQL statement alone in a minimal message
+//! (the `floor_*` methods of the benchmark canister, `canister/src/floor.rs`) on the same
+//! database: the production canister is upgraded to the benchmark wasm, which keeps the stable
+//! memory, warmed with one call of each floor, and measured.
+//!
+//! Every call is measured `CALLS` times (the median is reported); the rows a call touches are the
+//! newest ones, which the loads and the calls before it have just read, so both sides find them in
+//! SQLite's page cache. Queries prepare their statements in every call on both sides (a query's
+//! heap changes are discarded); updates keep them prepared.
+//!
+//! The figures are committed in `endpoints_results.yml` and the README's endpoint table; this test
+//! fails when a rerun differs by more than 2%. Regenerate with
+//! `STABLEBENCH_REGENERATE_ENDPOINTS=1 cargo test --release -p stablebench-runner --test endpoints`.
+//! With `STABLEBENCH_ENDPOINTS_10X=1` it measures ten times the reference size too (1,000,000 users,
+//! 10,000,000 orders; a few minutes), and regenerating then rewrites that column as well; without
+//! it, the committed 10x figures stay as they are.
+
+mod common;
+use common::{bench_code, code, decode, unit};
+
+use std::collections::BTreeMap;
+
+use candid::{CandidType, Principal};
+use serde::de::DeserializeOwned;
+use stablebench_canister::{Batch, Cost, Deleted, Error, IndexProgress};
+use stablebench_grid::users_orders::Sizes;
+use stablebench_runner::canister::{default_controller, Canister, Limits, Options};
+
+/// Calls measured per endpoint.
+const CALLS: usize = 5;
+
+const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoints_results.yml");
+const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+
+/// One endpoint call's cost at one size.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct Cell {
+    /// The median instructions of the endpoint's whole message.
+    instructions: u64,
+    /// The median instructions of its floor, if it has one.
+    floor: Option<u64>,
+}
+
+/// The results file: per size (`1x`, `10x`), per endpoint call.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
+struct Results {
+    sizes: BTreeMap<String, BTreeMap<String, Cell>>,
+}
+
+/// The calls of the table, in its order: the call as the README shows it, and what its floor runs.
+const ROWS: [(&str, &str); 11] = [
+    ("add_users(next, 1)", "`INSERT INTO users` of one row"),
+    ("add_orders(next, 1)", "`INSERT INTO orders` of one row"),
+    (
+        "delete_orders(1, opt (last - 1))",
+        "one window's `DELETE FROM orders WHERE order_id > ? AND order_id <= ? AND user_id <= ?`",
+    ),
+    ("create_schema()", "—"),
+    ("create_indexes(null)", "—"),
+    ("list_users(last - 1, 1)", "the page's `SELECT ... FROM users WHERE user_id > ? ORDER BY user_id LIMIT 2`"),
+    ("list_orders(last - 2, 1)", "the same on `orders`"),
+    ("query_sql(\"SELECT * FROM users WHERE user_id = <last>\")", "the same statement"),
+    ("query_sql_page(<the same>, 0)", "the same statement"),
+    ("stats()", "—"),
+    ("pragma_profile()", "—"),
+];
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8]) -> (R, u64) {
+    let out = c.update(method, arg, default_controller());
+    let n = out.instructions;
+    (decode(out, method), n)
+}
+
+fn query<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal) -> (R, u64) {
+    let out = c.query(method, arg, caller);
+    let n = out.instructions;
+    (decode(out, method), n)
+}
+
+/// `method(offset, count)` in budgeted calls until the table holds `total` rows.
+fn load(c: &mut Canister, method: &str, total: u64) {
+    let mut next = 0;
+    while next < total {
+        let (b, _): (Result<Batch, Error>, _) = update(c, method, &candid::encode_args((next, total - next)).unwrap());
+        next = b.unwrap_or_else(|e| panic!("{method}: {e:?}")).next_offset;
+    }
+}
+
+/// The production canister with `sizes` loaded (indexes first, so the loads maintain them).
+fn loaded(sizes: Sizes) -> Canister {
+    let opts = Options { limits: Limits::PRODUCTION, ..Options::default() };
+    let (mut c, _) = Canister::install(code(), &unit(), opts).expect("installs");
+    let (r, _): (Result<Cost, Error>, _) = update(&mut c, "create_schema", &unit());
+    r.expect("create_schema");
+    let (r, _): (Result<IndexProgress, Error>, _) =
+        update(&mut c, "create_indexes", &candid::encode_one(None::<u64>).unwrap());
+    assert!(r.expect("create_indexes").complete);
+    load(&mut c, "add_users", sizes.users);
+    load(&mut c, "add_orders", sizes.orders);
+    c
+}
+
+/// Measures every row of [`ROWS`] at `sizes`.
+fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
+    let mut c = loaded(sizes);
+    let users_next = |c: &mut Canister| -> u64 {
+        let (s, _): (Result<stablebench_canister::Stats, Error>, _) =
+            query(c, "stats", &unit(), Principal::anonymous());
+        s.unwrap().users
+    };
+    let mut endpoint: Vec<Vec<u64>> = vec![Vec::new(); ROWS.len()];
+    let (mut users, mut orders) = (sizes.users, sizes.orders);
+    for _ in 0..CALLS {
+        let (b, n): (Result<Batch, Error>, _) =
+            update(&mut c, "add_users", &candid::encode_args((users, 1u64)).unwrap());
+        assert_eq!(b.unwrap().inserted, 1);
+        endpoint[0].push(n);
+        users += 1;
+        let (b, n): (Result<Batch, Error>, _) =
+            update(&mut c, "add_orders", &candid::encode_args((orders, 1u64)).unwrap());
+        assert_eq!(b.unwrap().inserted, 1);
+        endpoint[1].push(n);
+        orders += 1;
+    }
+    assert_eq!(users_next(&mut c), users);
+    let last_order = orders; // order ids are dense from 1: the newest is the count
+    let select = format!("SELECT * FROM users WHERE user_id = {users}");
+    let mut deleted = 0;
+    for _ in 0..CALLS {
+        let (d, n): (Result<Deleted, Error>, _) =
+            update(&mut c, "delete_orders", &candid::encode_args((1u64, Some(last_order - 1), None::<u64>)).unwrap());
+        let d = d.unwrap();
+        assert!(d.complete);
+        deleted += d.deleted;
+        endpoint[2].push(n);
+        let (r, n): (Result<Cost, Error>, _) = update(&mut c, "create_schema", &unit());
+        r.unwrap();
+        endpoint[3].push(n);
+        let (r, n): (Result<IndexProgress, Error>, _) =
+            update(&mut c, "create_indexes", &candid::encode_one(None::<u64>).unwrap());
+        assert!(r.unwrap().complete);
+        endpoint[4].push(n);
+        let anyone = Principal::anonymous();
+        let (p, n): (Result<stablebench::query::Page<stablebench::query::User>, Error>, _) =
+            query(&mut c, "list_users", &candid::encode_args((users - 1, 1u32)).unwrap(), anyone);
+        assert_eq!(p.unwrap().items.len(), 1);
+        endpoint[5].push(n);
+        let (p, n): (Result<stablebench::query::Page<stablebench::query::Order>, Error>, _) =
+            query(&mut c, "list_orders", &candid::encode_args((last_order - 2, 1u32)).unwrap(), anyone);
+        assert_eq!(p.unwrap().items.len(), 1);
+        endpoint[6].push(n);
+        let (r, n): (Result<stablebench::query::Rows, Error>, _) =
+            query(&mut c, "query_sql", &candid::encode_one(&select).unwrap(), default_controller());
+        assert_eq!(r.unwrap().rows.len(), 1);
+        endpoint[7].push(n);
+        let (r, n): (Result<stablebench::query::RowsPage, Error>, _) =
+            query(&mut c, "query_sql_page", &candid::encode_args((&select, 0u64)).unwrap(), default_controller());
+        assert_eq!(r.unwrap().rows.rows.len(), 1);
+        endpoint[8].push(n);
+        let (r, n): (Result<stablebench_canister::Stats, Error>, _) = query(&mut c, "stats", &unit(), anyone);
+        assert_eq!(r.unwrap().orders, orders - deleted);
+        endpoint[9].push(n);
+        let (_, n): (stablebench_canister::ProfileInfo, _) = query(&mut c, "pragma_profile", &unit(), anyone);
+        endpoint[10].push(n);
+    }
+
+    // The floors, on the same database under the benchmark wasm.
+    let up = c.upgrade(bench_code(), &unit());
+    assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
+    let floor_update = |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, u64) { update(c, method, &arg) };
+    let floor_query =
+        |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, u64) { query(c, method, &arg, default_controller()) };
+    let delete_window = || candid::encode_args((last_order - 1, last_order, 1u64)).unwrap();
+    let mut floors: Vec<Vec<u64>> = vec![Vec::new(); ROWS.len()];
+    // Warm-up: the first statement after the upgrade reads the schema and the pages it needs.
+    users += 1;
+    assert_eq!(floor_update(&mut c, "floor_insert_user", candid::encode_one(users).unwrap()).0, 1);
+    assert_eq!(floor_update(&mut c, "floor_insert_order", candid::encode_args((orders, users)).unwrap()).0, 1);
+    orders += 1;
+    floor_update(&mut c, "floor_delete_window", delete_window());
+    for _ in 0..CALLS {
+        users += 1;
+        let (rows, n) = floor_update(&mut c, "floor_insert_user", candid::encode_one(users).unwrap());
+        assert_eq!(rows, 1);
+        floors[0].push(n);
+        let (rows, n) = floor_update(&mut c, "floor_insert_order", candid::encode_args((orders, users)).unwrap());
+        assert_eq!(rows, 1);
+        floors[1].push(n);
+        orders += 1;
+        floors[2].push(floor_update(&mut c, "floor_delete_window", delete_window()).1);
+        let (rows, n) = floor_query(&mut c, "floor_list_users", candid::encode_args((users - 1, 1u32)).unwrap());
+        assert_eq!(rows, 1);
+        floors[5].push(n);
+        let (rows, n) = floor_query(&mut c, "floor_list_orders", candid::encode_args((last_order - 2, 1u32)).unwrap());
+        assert_eq!(rows, 2, "the page and the row that tells another follows");
+        floors[6].push(n);
+        let select = format!("SELECT * FROM users WHERE user_id = {users}");
+        let (rows, n) = floor_query(&mut c, "floor_sql", candid::encode_one(select).unwrap());
+        assert_eq!(rows, 1);
+        floors[7].push(n);
+        floors[8].push(n);
+    }
+    ROWS.iter()
+        .zip(endpoint.into_iter().zip(floors))
+        .map(|((call, _), (e, f))| {
+            (call.to_string(), Cell { instructions: median(e), floor: (!f.is_empty()).then(|| median(f)) })
+        })
+        .collect()
+}
+
+fn table(r: &Results) -> String {
+    let cell = |size: &str, call: &str| r.sizes.get(size).and_then(|m| m.get(call));
+    let num = stablebench::report::grouped;
+    let mut out = String::from(
+        "| call | instructions (1x) | floor (1x) | ratio | instructions (10x) | floor (10x) | ratio | the floor runs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for (call, floor_sql) in ROWS {
+        out += &format!("| `{call}` |");
+        for size in ["1x", "10x"] {
+            match cell(size, call) {
+                Some(c) => {
+                    out += &format!(" {} |", num(c.instructions));
+                    match c.floor {
+                        Some(f) => out += &format!(" {} | {:.2}x |", num(f), c.instructions as f64 / f as f64),
+                        None => out += " — | — |",
+                    }
+                }
+                None => out += " not measured | | |",
+            }
+        }
+        out += &format!(" {floor_sql} |\n");
+    }
+    out
+}
+
+fn splice(doc: &str, name: &str, body: &str) -> String {
+    stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("README.md: {e}"))
+}
+
+#[test]
+fn every_endpoint_costs_what_the_committed_results_say() {
+    let committed: Results = std::fs::read_to_string(RESULTS)
+        .ok()
+        .map(|s| serde_yaml::from_str(&s).expect("endpoints_results.yml parses"))
+        .unwrap_or_default();
+    let mut measured = Results::default();
+    measured.sizes.insert("1x".into(), measure(Sizes::REFERENCE));
+    if std::env::var_os("STABLEBENCH_ENDPOINTS_10X").is_some() {
+        let ten = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
+        measured.sizes.insert("10x".into(), measure(ten));
+    }
+    for (size, cells) in &measured.sizes {
+        for (call, cell) in cells {
+            eprintln!("{size} {call}: {cell:?}");
+        }
+    }
+    let readme = std::fs::read_to_string(README).unwrap();
+    if std::env::var_os("STABLEBENCH_REGENERATE_ENDPOINTS").is_some() {
+        let mut merged = committed;
+        merged.sizes.extend(measured.sizes);
+        let yml = format!(
+            "# Generated by `STABLEBENCH_REGENERATE_ENDPOINTS=1 [STABLEBENCH_ENDPOINTS_10X=1] cargo test --release -p stablebench-runner --test endpoints`;\n# whole-message instructions (medians of {CALLS} calls) on the production wasm and, for the floors, the benchmark wasm, through the offline runner. Do not edit.\n{}",
+            serde_yaml::to_string(&merged).unwrap()
+        );
+        std::fs::write(RESULTS, yml).unwrap();
+        std::fs::write(README, splice(&readme, "endpoint-table", &table(&merged))).unwrap();
+        return;
+    }
+    let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
+    for (size, cells) in &measured.sizes {
+        for (call, m) in cells {
+            let c = committed.sizes.get(size).and_then(|s| s.get(call));
+            let c = c.unwrap_or_else(|| panic!("{size} {call} is not in endpoints_results.yml: regenerate it"));
+            let same = close(m.instructions, c.instructions)
+                && match (m.floor, c.floor) {
+                    (Some(a), Some(b)) => close(a, b),
+                    (a, b) => a == b,
+                };
+            assert!(same, "{size} {call}: measured {m:?}, committed {c:?}: regenerate endpoints_results.yml");
+        }
+    }
+    assert_eq!(readme, splice(&readme, "endpoint-table", &table(&committed)), "the README's endpoint table is stale");
+}
