@@ -9,6 +9,7 @@ use rusqlite::Connection;
 
 use crate::counts;
 use crate::schema::{index_names, CREATE_INDEXES};
+use crate::tx::Tx;
 use crate::workload::{self, next_offset, Table};
 use crate::{Error, Meter, Result};
 
@@ -123,7 +124,7 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
         if meter.exhausted() {
             break;
         }
-        let tx = conn.transaction()?;
+        let tx = Tx::begin(conn)?;
         match guarded(&tx, meter, || Ok(tx.execute(sql, ())?)) {
             Ok(_) => tx.commit()?,
             Err(Error::InstructionLimit { budget, .. }) if created.is_empty() => {
@@ -162,7 +163,7 @@ pub fn delete_orders_of_users(
             return Err(Error::InvalidArgument(format!("{what} must be at most {}", i64::MAX)));
         }
     }
-    let tx = conn.transaction()?;
+    let tx = Tx::begin(conn)?;
     let last: i64 = tx.prepare_cached("SELECT coalesce(max(order_id), 0) FROM orders")?.query_row((), |r| r.get(0))?;
     let (mut after, mut deleted) = (from_order_id as i64, 0u64);
     {

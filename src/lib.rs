@@ -25,6 +25,7 @@ pub mod query;
 pub mod report;
 pub mod schema;
 pub mod sysrepo;
+pub mod tx;
 pub mod workload;
 
 pub use error::{Error, Result};

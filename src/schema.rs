@@ -2,6 +2,7 @@
 
 use rusqlite::Connection;
 
+use crate::tx::Tx;
 use crate::Result;
 
 /// `users`: 100,000 rows in the reference run. `created_at` is filled by SQLite from the clock
@@ -30,7 +31,7 @@ pub const CREATE_INDEXES: [&str; 2] = [
 
 /// Creates both tables if they do not exist yet (idempotent), in one transaction.
 pub fn create_schema(conn: &mut Connection) -> Result<()> {
-    let tx = conn.transaction()?;
+    let tx = Tx::begin(conn)?;
     tx.execute(CREATE_USERS, ())?;
     tx.execute(CREATE_ORDERS, ())?;
     tx.commit()?;
@@ -39,7 +40,7 @@ pub fn create_schema(conn: &mut Connection) -> Result<()> {
 
 /// Creates the two secondary indexes if they do not exist yet (idempotent), in one transaction.
 pub fn create_indexes(conn: &mut Connection) -> Result<()> {
-    let tx = conn.transaction()?;
+    let tx = Tx::begin(conn)?;
     for sql in CREATE_INDEXES {
         tx.execute(sql, ())?;
     }

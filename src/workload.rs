@@ -4,6 +4,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use crate::generate::{order_amount, order_user_id, write_user};
+use crate::tx::Tx;
 use crate::{Error, Meter, Result};
 
 /// The cached, parameterised user insert of the reference (executed once per user).
@@ -31,7 +32,7 @@ pub fn select_join_sql(max_user_id: u64) -> String {
 /// statement. Stops early, committing what it inserted, when `meter` is exhausted; returns the
 /// number of users inserted.
 pub fn insert_users(conn: &mut Connection, offset: u64, count: u64, meter: &dyn Meter) -> Result<u64> {
-    let tx = conn.transaction()?;
+    let tx = Tx::begin(conn)?;
     let mut done = 0;
     {
         let mut stmt = tx.prepare_cached(INSERT_USER)?;
@@ -65,7 +66,7 @@ pub fn insert_orders(
     if user_count == 0 {
         return Err(Error::InvalidArgument("orders need at least one user".into()));
     }
-    let tx = conn.transaction()?;
+    let tx = Tx::begin(conn)?;
     let mut done = 0;
     {
         let mut stmt = tx.prepare_cached(INSERT_ORDER)?;

@@ -91,3 +91,29 @@ fn floor_sql(sql: String) -> u64 {
     controller_only();
     or_trap(db::with_conn(|conn| count_rows(conn, &sql, &[])))
 }
+
+/// The key-value layout of `kv_put`/`kv_get` on `sqlite` (`rowid` false) or `sqlite_rowid`.
+fn kv_layout(rowid: bool) -> stablebench::kv::sqlite::Layout {
+    use stablebench::kv::sqlite::Layout;
+    if rowid {
+        Layout::Rowid
+    } else {
+        Layout::WithoutRowid
+    }
+}
+
+/// `kv_put(sqlite | sqlite_rowid, key, value)`'s statement: the layout's upsert of one key in
+/// autocommit, as `SqliteKv::put` runs it (the table must exist: `kv_load` creates it).
+#[ic_cdk::update]
+fn floor_kv_put(rowid: bool, key: serde_bytes::ByteBuf, value: serde_bytes::ByteBuf) -> u64 {
+    controller_only();
+    or_trap(db::with_conn(|conn| {
+        Ok(conn.prepare_cached(kv_layout(rowid).put_sql())?.execute((&key[..], &value[..]))? as u64)
+    }))
+}
+
+/// `kv_get(sqlite | sqlite_rowid, key)`'s statement, the layout's lookup; returns the rows read.
+#[ic_cdk::query]
+fn floor_kv_get(rowid: bool, key: serde_bytes::ByteBuf) -> u64 {
+    or_trap(db::with_conn(|conn| count_rows(conn, kv_layout(rowid).get_sql(), &[&&key[..]])))
+}

@@ -56,13 +56,13 @@ const ROWS: [(&str, &str); 11] = [
     ("add_users(next, 1)", "`INSERT INTO users` of one row"),
     ("add_orders(next, 1)", "`INSERT INTO orders` of one row"),
     (
-        "delete_orders(1, opt (last - 1))",
-        "one window's `DELETE FROM orders WHERE order_id > ? AND order_id <= ? AND user_id <= ?`",
+        "delete_orders(users, opt (newest - 1))",
+        "one window's `DELETE FROM orders WHERE order_id > ? AND order_id <= ? AND user_id <= ?` of one order",
     ),
     ("create_schema()", "—"),
     ("create_indexes(null)", "—"),
     ("list_users(last - 1, 1)", "the page's `SELECT ... FROM users WHERE user_id > ? ORDER BY user_id LIMIT 2`"),
-    ("list_orders(last - 2, 1)", "the same on `orders`"),
+    ("list_orders(newest - 20, 1)", "the same on `orders`"),
     ("query_sql(\"SELECT * FROM users WHERE user_id = <last>\")", "the same statement"),
     ("query_sql_page(<the same>, 0)", "the same statement"),
     ("stats()", "—"),
@@ -132,14 +132,18 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
         orders += 1;
     }
     assert_eq!(users_next(&mut c), users);
-    let last_order = orders; // order ids are dense from 1: the newest is the count
+    // Order ids are dense from 1: the newest is the count. Each delete removes one order: the
+    // endpoint's the newest ones, the floor's the next ones below. The pages listed lie below both.
+    let last_order = orders;
+    let listed_after = last_order - 4 * CALLS as u64;
     let select = format!("SELECT * FROM users WHERE user_id = {users}");
     let mut deleted = 0;
-    for _ in 0..CALLS {
+    for i in 0..CALLS as u64 {
+        let newest = last_order - i;
         let (d, n): (Result<Deleted, Error>, _) =
-            update(&mut c, "delete_orders", &candid::encode_args((1u64, Some(last_order - 1), None::<u64>)).unwrap());
+            update(&mut c, "delete_orders", &candid::encode_args((users, Some(newest - 1), None::<u64>)).unwrap());
         let d = d.unwrap();
-        assert!(d.complete);
+        assert!(d.complete && d.deleted == 1, "one order deleted: {d:?}");
         deleted += d.deleted;
         endpoint[2].push(n);
         let (r, n): (Result<Cost, Error>, _) = update(&mut c, "create_schema", &unit());
@@ -155,7 +159,7 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
         assert_eq!(p.unwrap().items.len(), 1);
         endpoint[5].push(n);
         let (p, n): (Result<stablebench::query::Page<stablebench::query::Order>, Error>, _) =
-            query(&mut c, "list_orders", &candid::encode_args((last_order - 2, 1u32)).unwrap(), anyone);
+            query(&mut c, "list_orders", &candid::encode_args((listed_after, 1u32)).unwrap(), anyone);
         assert_eq!(p.unwrap().items.len(), 1);
         endpoint[6].push(n);
         let (r, n): (Result<stablebench::query::Rows, Error>, _) =
@@ -179,14 +183,17 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
     let floor_update = |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, u64) { update(c, method, &arg) };
     let floor_query =
         |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, u64) { query(c, method, &arg, default_controller()) };
-    let delete_window = || candid::encode_args((last_order - 1, last_order, 1u64)).unwrap();
+    // The floor deletes order `k` for k = last_order - CALLS, then one lower per call.
+    let delete_window = |k: u64, users: u64| candid::encode_args((k - 1, k, users)).unwrap();
+    let mut floor_deletes = (0..=CALLS as u64).map(|j| last_order - CALLS as u64 - j);
     let mut floors: Vec<Vec<u64>> = vec![Vec::new(); ROWS.len()];
     // Warm-up: the first statement after the upgrade reads the schema and the pages it needs.
     users += 1;
     assert_eq!(floor_update(&mut c, "floor_insert_user", candid::encode_one(users).unwrap()).0, 1);
     assert_eq!(floor_update(&mut c, "floor_insert_order", candid::encode_args((orders, users)).unwrap()).0, 1);
     orders += 1;
-    floor_update(&mut c, "floor_delete_window", delete_window());
+    let k = floor_deletes.next().unwrap();
+    assert_eq!(floor_update(&mut c, "floor_delete_window", delete_window(k, users)).0, 1);
     for _ in 0..CALLS {
         users += 1;
         let (rows, n) = floor_update(&mut c, "floor_insert_user", candid::encode_one(users).unwrap());
@@ -196,11 +203,14 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
         assert_eq!(rows, 1);
         floors[1].push(n);
         orders += 1;
-        floors[2].push(floor_update(&mut c, "floor_delete_window", delete_window()).1);
+        let k = floor_deletes.next().unwrap();
+        let (rows, n) = floor_update(&mut c, "floor_delete_window", delete_window(k, users));
+        assert_eq!(rows, 1, "the floor deletes one order");
+        floors[2].push(n);
         let (rows, n) = floor_query(&mut c, "floor_list_users", candid::encode_args((users - 1, 1u32)).unwrap());
         assert_eq!(rows, 1);
         floors[5].push(n);
-        let (rows, n) = floor_query(&mut c, "floor_list_orders", candid::encode_args((last_order - 2, 1u32)).unwrap());
+        let (rows, n) = floor_query(&mut c, "floor_list_orders", candid::encode_args((listed_after, 1u32)).unwrap());
         assert_eq!(rows, 2, "the page and the row that tells another follows");
         floors[6].push(n);
         let select = format!("SELECT * FROM users WHERE user_id = {users}");

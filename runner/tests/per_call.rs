@@ -14,11 +14,12 @@
 //! (`scripts/report.sh` does).
 
 mod common;
-use common::{code, decode, unit};
+use common::{bench_code, code, decode, unit};
 
 use std::collections::BTreeMap;
 
 use stablebench::kv::gen::TrieDataset;
+use stablebench::kv::sqlite::Layout;
 use stablebench::report::{kv, results::Results as CanbenchResults};
 use stablebench_canister::{Batch, Cost, Error, KvBackend};
 use std::sync::{Arc, OnceLock};
@@ -91,6 +92,8 @@ fn measure_vfs() -> PerCall {
         get: Series::of(gets),
         upgrade: upgrade.instructions,
         first_get_after_upgrade: first,
+        put_floor: None,
+        get_floor: None,
     }
 }
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
@@ -122,6 +125,13 @@ struct PerCall {
     upgrade: u64,
     /// The first `kv_get` after that upgrade (caches empty).
     first_get_after_upgrade: u64,
+    /// SQLite backends: the median of `CALLS` `floor_kv_put` calls (the upsert statement alone in
+    /// a minimal message, `canister/src/floor.rs`) on the same database under the benchmark wasm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    put_floor: Option<u64>,
+    /// SQLite backends: the same for `floor_kv_get` (the lookup statement alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    get_floor: Option<u64>,
 }
 
 /// The committed file.
@@ -142,10 +152,8 @@ fn floor() -> u64 {
     n
 }
 
-fn measure(backend: Backend) -> PerCall {
-    let kb = KvBackend::try_from(backend).expect("a key-value backend");
-    let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
-    let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
+/// `kv_load` of the whole data set at `DB_WEIGHT_SIZE` keys, in budgeted calls.
+fn load(c: &mut Canister, kb: KvBackend) {
     let mut offset = 0;
     loop {
         let arg = candid::encode_args((kb, DB_WEIGHT_SIZE, offset, DB_WEIGHT_SIZE - offset, None::<u64>)).unwrap();
@@ -156,6 +164,13 @@ fn measure(backend: Backend) -> PerCall {
             break;
         }
     }
+}
+
+fn measure(backend: Backend) -> PerCall {
+    let kb = KvBackend::try_from(backend).expect("a key-value backend");
+    let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
+    let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
+    load(&mut c, kb);
     let len: u64 = decode::<Result<u64, Error>>(
         c.query("kv_len", &candid::encode_one(kb).unwrap(), default_controller()),
         "kv_len",
@@ -183,17 +198,62 @@ fn measure(backend: Backend) -> PerCall {
     let upgrade = c.upgrade(code(), &unit());
     assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
     let first = get(&mut c, 0);
+    let (put_floor, get_floor) = match Layout::of(backend) {
+        Some(layout) => {
+            let (put, get) = floors(&mut c, kb, layout, &data);
+            (Some(put), Some(get))
+        }
+        None => (None, None),
+    };
     PerCall {
         put: Series::of(puts),
         get: Series::of(gets),
         upgrade: upgrade.instructions,
         first_get_after_upgrade: first,
+        put_floor,
+        get_floor,
     }
+}
+
+/// The medians of `CALLS` `floor_kv_put` calls (fresh keys after the ones `kv_put` wrote) and
+/// `CALLS` `floor_kv_get` calls (the same keys `kv_get` read), after an upgrade to the benchmark
+/// wasm and one warm-up call of each (the first statement after an upgrade reads the schema).
+fn floors(c: &mut Canister, kb: KvBackend, layout: Layout, data: &TrieDataset) -> (u64, u64) {
+    let up = c.upgrade(bench_code(), &unit());
+    assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
+    // The upgrade emptied SQLite's page cache, which the endpoints' calls found full (the load
+    // had just written every page): rewrite the data set with the same values (an update, so
+    // the pages it reads stay cached) before measuring, so that both sides find the pages a
+    // random key needs in the cache.
+    load(c, kb);
+    let rowid = layout == Layout::Rowid;
+    let put = |c: &mut Canister, i: u64| {
+        let (key, value) = data.write_entry(i);
+        let arg = candid::encode_args((rowid, ByteBuf::from(key.to_vec()), ByteBuf::from(value))).unwrap();
+        let out = c.update("floor_kv_put", &arg, default_controller());
+        let n = out.instructions;
+        assert_eq!(decode::<u64>(out, "floor_kv_put"), 1, "one row written");
+        n
+    };
+    let queries = data.query_keys();
+    let get = |c: &mut Canister, i: usize| {
+        let (key, _) = &queries[i % queries.len()];
+        let arg = candid::encode_args((rowid, ByteBuf::from(key.to_vec()))).unwrap();
+        let out = c.query("floor_kv_get", &arg, default_controller());
+        let n = out.instructions;
+        assert_eq!(decode::<u64>(out, "floor_kv_get"), 1, "one row read");
+        n
+    };
+    put(c, CALLS);
+    get(c, 0);
+    let puts = (CALLS + 1..=2 * CALLS).map(|i| put(c, i)).collect();
+    let gets = (0..CALLS as usize).map(|i| get(c, i)).collect();
+    (Series::of(puts).median, Series::of(gets).median)
 }
 
 fn table(r: &Results) -> String {
     let mut t = String::from(
-        "| backend | `kv_put` (update, whole message) | put in `bench_fn` (w_avg) | `kv_get` (query, whole message) | get in `bench_fn` (w_avg) | upgrade | first `kv_get` after it |\n|---|---:|---:|---:|---:|---:|---:|\n",
+        "| backend | `kv_put` (update, whole message) | its floor (ratio) | put in `bench_fn` (w_avg) | `kv_get` (query, whole message) | its floor (ratio) | get in `bench_fn` (w_avg) | upgrade | first `kv_get` after it |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     // What the trie benchmark measured inside `bench_fn` for the same operations at 200,000 keys
     // (warm): the README's DbWeight row of each backend, from canbench_results.yml.
@@ -202,15 +262,22 @@ fn table(r: &Results) -> String {
     let results = CanbenchResults::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("{e}"));
     let weights = kv::db_weights(&results);
     let opt = |v: Option<f64>| v.map_or("–".to_string(), stablebench::report::int);
+    let floor = |call: u64, floor: Option<u64>| {
+        floor.map_or("–".to_string(), |f| {
+            format!("{} ({:.2}x)", stablebench::report::grouped(f), call as f64 / f as f64)
+        })
+    };
     for b in BACKENDS {
         let Some(p) = r.backends.get(b.name()) else { continue };
         let w = weights.iter().find(|w| w.backend == b);
         t += &format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             b.name(),
             stablebench::report::grouped(p.put.median),
+            floor(p.put.median, p.put_floor),
             opt(w.and_then(|w| w.write_warm)),
             stablebench::report::grouped(p.get.median),
+            floor(p.get.median, p.get_floor),
             opt(w.and_then(|w| w.read_warm)),
             stablebench::report::grouped(p.upgrade),
             stablebench::report::grouped(p.first_get_after_upgrade),
@@ -219,7 +286,7 @@ fn table(r: &Results) -> String {
     if let Some(p) = r.backends.get(Backend::SqliteVfsRowid.name()) {
         let w = |op| kv::w_avg_per_op(&results, op, DB_WEIGHT_SIZE, Backend::SqliteVfsRowid);
         t += &format!(
-            "| `{}` (ic-sqlite-vfs) | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}` (ic-sqlite-vfs) | {} | – | {} | {} | – | {} | {} | {} |\n",
             Backend::SqliteVfsRowid.name(),
             stablebench::report::grouped(p.put.median),
             opt(w(Op::TrieWrite(Cache::Warm))),
@@ -230,7 +297,12 @@ fn table(r: &Results) -> String {
         );
     }
     t += &format!(
-        "\nThe floor under every call: `kv_len` of an empty heap map, a query that touches no data, costs {} \
+        "\nA floor is the backend's SQL statement alone in a minimal message (`floor_kv_put` and \
+         `floor_kv_get` of the benchmark canister, `canister/src/floor.rs`: the same cached statement, \
+         plain Candid arguments, the controller check for the write, a `nat64` reply), measured on the \
+         same database after an upgrade to the benchmark wasm and a rewrite of the data set that fills \
+         the page cache again, as the endpoints found it, median of the same number of calls. \
+         The floor under every call: `kv_len` of an empty heap map, a query that touches no data, costs {} \
          instructions (decoding the argument, ic-cdk's entry, encoding the reply; the reply's type table is \
          built once and kept, `stablebench_grid::reply`). \
          The rest of a column's whole-message figure is the operation, the backend's own work around it \
@@ -284,8 +356,10 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
             (p.first_get_after_upgrade, c.first_get_after_upgrade),
             (measured.floor, committed.floor),
         ];
+        let floors = [(p.put_floor, c.put_floor), (p.get_floor, c.get_floor)];
         assert!(
-            pairs.iter().all(|&(a, b)| close(a, b)),
+            pairs.iter().all(|&(a, b)| close(a, b))
+                && floors.iter().all(|&(a, b)| matches!((a, b), (Some(a), Some(b)) if close(a, b)) || a == b),
             "{name}: measured {p:?}, committed {c:?}: regenerate per_call_results.yml"
         );
     }
