@@ -11,7 +11,9 @@
 //! this test fails when a rerun differs by more than 2% (instruction counts are deterministic, so
 //! a difference means the code or the toolchain moved). Regenerate with
 //! `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`
-//! (`scripts/report.sh` does).
+//! (`scripts/report.sh` does). With `STABLEBENCH_PER_CALL_10X=1` it measures every backend at ten
+//! times the keys too (several minutes) and regenerating rewrites those figures; without it, the
+//! committed 10x figures stay as they are. Every call also has `kv_len` and a one-entry `kv_load`.
 
 mod common;
 use common::{bench_code, code, decode, unit};
@@ -49,19 +51,29 @@ fn vfs_code() -> Arc<Code> {
 }
 
 /// The ic-sqlite-vfs canister's rowid table, measured as [`measure`] measures ic-rusqlite's.
-fn measure_vfs() -> PerCall {
+fn measure_vfs(keys: u64) -> PerCall {
     use stablebench_grid::api::vfs::{Error, MAX_LOAD_PER_CALL};
     let (mut c, _) = Canister::install(vfs_code(), &unit(), Options::default()).expect("installs");
-    let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
+    let data = TrieDataset::new(keys, KV_SEED).unwrap();
     let mut offset = 0;
-    while offset < DB_WEIGHT_SIZE {
-        let count = MAX_LOAD_PER_CALL.min(DB_WEIGHT_SIZE - offset);
-        let arg = candid::encode_args((DB_WEIGHT_SIZE, offset, count)).unwrap();
+    while offset < keys {
+        let count = MAX_LOAD_PER_CALL.min(keys - offset);
+        let arg = candid::encode_args((keys, offset, count)).unwrap();
         offset =
             decode::<Result<u64, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load").expect("kv_load");
     }
-    let len: u64 = decode::<Result<u64, Error>>(c.query("kv_len", &unit(), default_controller()), "kv_len").unwrap();
+    let out = c.query("kv_len", &unit(), default_controller());
+    let len_instructions = out.instructions;
+    let len: u64 = decode::<Result<u64, Error>>(out, "kv_len").unwrap();
     assert_eq!(len, data.len(), "sqlite_vfs_rowid: the data set and its warm-ups are loaded");
+    let load_one = (0..CALLS)
+        .map(|_| {
+            let out = c.update("kv_load", &candid::encode_args((keys, 0u64, 1u64)).unwrap(), default_controller());
+            let n = out.instructions;
+            assert_eq!(decode::<Result<u64, Error>>(out, "kv_load"), Ok(1), "the next offset");
+            n
+        })
+        .collect();
     let queries = data.query_keys();
     let get = |c: &mut Canister, i: usize| {
         let (key, value) = &queries[i % queries.len()];
@@ -94,6 +106,8 @@ fn measure_vfs() -> PerCall {
         first_get_after_upgrade: first,
         put_floor: None,
         get_floor: None,
+        len: Some(len_instructions),
+        load_one: Some(Series::of(load_one).median),
     }
 }
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
@@ -132,6 +146,20 @@ struct PerCall {
     /// SQLite backends: the same for `floor_kv_get` (the lookup statement alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     get_floor: Option<u64>,
+    /// `kv_len` with the data set loaded (query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    len: Option<u64>,
+    /// The median of `CALLS` `kv_load` calls of one entry (entry 0 rewritten with its own value:
+    /// the smallest load; update, controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    load_one: Option<u64>,
+}
+
+/// The same calls at ten times the keys (`STABLEBENCH_PER_CALL_10X=1`).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct Scaled {
+    keys: u64,
+    backends: BTreeMap<String, PerCall>,
 }
 
 /// The committed file.
@@ -142,6 +170,9 @@ struct Results {
     /// the argument, ic-cdk's entry, encoding the reply with its `Error` type).
     floor: u64,
     backends: BTreeMap<String, PerCall>,
+    /// Ten times the keys, measured only when asked (a few minutes); kept as committed otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ten_x: Option<Scaled>,
 }
 
 fn floor() -> u64 {
@@ -152,11 +183,11 @@ fn floor() -> u64 {
     n
 }
 
-/// `kv_load` of the whole data set at `DB_WEIGHT_SIZE` keys, in budgeted calls.
-fn load(c: &mut Canister, kb: KvBackend) {
+/// `kv_load` of the whole data set of `keys` keys, in budgeted calls.
+fn load(c: &mut Canister, kb: KvBackend, keys: u64) {
     let mut offset = 0;
     loop {
-        let arg = candid::encode_args((kb, DB_WEIGHT_SIZE, offset, DB_WEIGHT_SIZE - offset, None::<u64>)).unwrap();
+        let arg = candid::encode_args((kb, keys, offset, keys - offset, None::<u64>)).unwrap();
         let b: Batch = decode::<Result<Batch, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load")
             .expect("kv_load");
         offset = b.next_offset;
@@ -166,17 +197,25 @@ fn load(c: &mut Canister, kb: KvBackend) {
     }
 }
 
-fn measure(backend: Backend) -> PerCall {
+fn measure(backend: Backend, keys: u64) -> PerCall {
     let kb = KvBackend::try_from(backend).expect("a key-value backend");
     let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
-    let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
-    load(&mut c, kb);
-    let len: u64 = decode::<Result<u64, Error>>(
-        c.query("kv_len", &candid::encode_one(kb).unwrap(), default_controller()),
-        "kv_len",
-    )
-    .unwrap();
+    let data = TrieDataset::new(keys, KV_SEED).unwrap();
+    load(&mut c, kb, keys);
+    let out = c.query("kv_len", &candid::encode_one(kb).unwrap(), default_controller());
+    let len_instructions = out.instructions;
+    let len: u64 = decode::<Result<u64, Error>>(out, "kv_len").unwrap();
     assert_eq!(len, data.len(), "{}: the data set and its warm-ups are loaded", backend.name());
+    let load_one = (0..CALLS)
+        .map(|_| {
+            let arg = candid::encode_args((kb, keys, 0u64, 1u64, None::<u64>)).unwrap();
+            let out = c.update("kv_load", &arg, default_controller());
+            let n = out.instructions;
+            let b = decode::<Result<Batch, Error>>(out, "kv_load").expect("kv_load");
+            assert_eq!((b.next_offset, b.complete), (1, true), "{}: one entry rewritten", backend.name());
+            n
+        })
+        .collect();
 
     let queries = data.query_keys();
     let get = |c: &mut Canister, i: usize| {
@@ -200,7 +239,7 @@ fn measure(backend: Backend) -> PerCall {
     let first = get(&mut c, 0);
     let (put_floor, get_floor) = match Layout::of(backend) {
         Some(layout) => {
-            let (put, get) = floors(&mut c, kb, layout, &data);
+            let (put, get) = floors(&mut c, kb, keys, layout, &data);
             (Some(put), Some(get))
         }
         None => (None, None),
@@ -212,20 +251,22 @@ fn measure(backend: Backend) -> PerCall {
         first_get_after_upgrade: first,
         put_floor,
         get_floor,
+        len: Some(len_instructions),
+        load_one: Some(Series::of(load_one).median),
     }
 }
 
 /// The medians of `CALLS` `floor_kv_put` calls (fresh keys after the ones `kv_put` wrote) and
 /// `CALLS` `floor_kv_get` calls (the same keys `kv_get` read), after an upgrade to the benchmark
 /// wasm and one warm-up call of each (the first statement after an upgrade reads the schema).
-fn floors(c: &mut Canister, kb: KvBackend, layout: Layout, data: &TrieDataset) -> (u64, u64) {
+fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &TrieDataset) -> (u64, u64) {
     let up = c.upgrade(bench_code(), &unit());
     assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
     // The upgrade emptied SQLite's page cache, which the endpoints' calls found full (the load
     // had just written every page): rewrite the data set with the same values (an update, so
     // the pages it reads stay cached) before measuring, so that both sides find the pages a
     // random key needs in the cache.
-    load(c, kb);
+    load(c, kb, keys);
     let rowid = layout == Layout::Rowid;
     let put = |c: &mut Canister, i: u64| {
         let (key, value) = data.write_entry(i);
@@ -309,7 +350,48 @@ fn table(r: &Results) -> String {
          (for SQLite, the statement and its transaction) and the key and value crossing Candid.\n",
         stablebench::report::grouped(r.floor)
     );
-    t
+    t + &every_call_table(r)
+}
+
+/// Every key-value endpoint's call at the reference size and ten times it, next to its floor
+/// where it has one: the shape of the users/orders endpoint table.
+fn every_call_table(r: &Results) -> String {
+    let num = stablebench::report::grouped;
+    let ten_keys = r.ten_x.as_ref().map_or("ten times the keys".to_string(), |t| format!("{} keys", num(t.keys)));
+    let mut t = format!(
+        "\nEvery key-value endpoint, one call each, at {} keys and at {ten_keys} (`kv_load` rewrites one \
+         entry, its smallest call; `kv_len` is the answer to \"how many keys\": SQLite counts the table):\n\n\
+         | backend | call | {} keys | floor | ratio | {ten_keys} | floor | ratio |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        num(r.keys),
+        num(r.keys),
+    );
+    type Pick = fn(&PerCall) -> (Option<u64>, Option<u64>);
+    let calls: [(&str, Pick); 6] = [
+        ("`kv_put`", |p| (Some(p.put.median), p.put_floor)),
+        ("`kv_get`", |p| (Some(p.get.median), p.get_floor)),
+        ("`kv_len`", |p| (p.len, None)),
+        ("`kv_load` of one entry", |p| (p.load_one, None)),
+        ("upgrade", |p| (Some(p.upgrade), None)),
+        ("first `kv_get` after it", |p| (Some(p.first_get_after_upgrade), None)),
+    ];
+    let cells = |p: Option<&PerCall>, pick: Pick| -> String {
+        match p.map(pick) {
+            Some((Some(n), Some(f))) => format!("{} | {} | {:.2}x", num(n), num(f), n as f64 / f as f64),
+            Some((Some(n), None)) => format!("{} | – | –", num(n)),
+            _ => "not measured | | ".to_string(),
+        }
+    };
+    for (name, p) in &r.backends {
+        let ten = r.ten_x.as_ref().and_then(|t| t.backends.get(name));
+        for (call, pick) in calls {
+            t += &format!("| `{name}` | {call} | {} | {} |\n", cells(Some(p), pick), cells(ten, pick));
+        }
+    }
+    t + "\n`kv_load` of one entry writes the entry and its warm-up twin (two upserts in one \
+         transaction, the meter, the `Batch` reply): about two `kv_put` floors, so it has no floor \
+         of its own. `kv_len` on SQLite runs `count(*)`, which reads the whole table: it grows with \
+         the keys (the query budget stops it with an error before the query limit).\n"
 }
 
 /// `report::splice`, failing the test on a missing marker.
@@ -319,23 +401,27 @@ fn splice(doc: &str, name: &str, body: &str) -> String {
 
 #[test]
 fn one_call_per_backend_costs_what_the_committed_results_say() {
-    let measured = Results {
-        keys: DB_WEIGHT_SIZE,
-        floor: floor(),
-        backends: BACKENDS
+    let backends = |keys: u64| -> BTreeMap<String, PerCall> {
+        BACKENDS
             .iter()
-            .map(|b| (b.name().to_string(), measure(*b)))
-            .chain([(Backend::SqliteVfsRowid.name().to_string(), measure_vfs())])
-            .collect(),
+            .map(|b| (b.name().to_string(), measure(*b, keys)))
+            .chain([(Backend::SqliteVfsRowid.name().to_string(), measure_vfs(keys))])
+            .collect()
     };
-    for (name, p) in &measured.backends {
-        eprintln!(
-            "{name}: put {:?}, get {:?}, upgrade {}, first get after {}",
-            p.put, p.get, p.upgrade, p.first_get_after_upgrade
-        );
+    let ten_x = std::env::var_os("STABLEBENCH_PER_CALL_10X")
+        .map(|_| Scaled { keys: 10 * DB_WEIGHT_SIZE, backends: backends(10 * DB_WEIGHT_SIZE) });
+    let measured = Results { keys: DB_WEIGHT_SIZE, floor: floor(), backends: backends(DB_WEIGHT_SIZE), ten_x };
+    for (name, p) in measured.backends.iter().chain(measured.ten_x.iter().flat_map(|t| &t.backends)) {
+        eprintln!("{name}: {p:?}");
     }
     let readme = std::fs::read_to_string(README).unwrap();
+    let committed: Option<Results> =
+        std::fs::read_to_string(RESULTS).ok().map(|s| serde_yaml::from_str(&s).expect("per_call_results.yml parses"));
     if std::env::var_os("STABLEBENCH_REGENERATE_PER_CALL").is_some() {
+        let mut measured = measured;
+        if measured.ten_x.is_none() {
+            measured.ten_x = committed.and_then(|c| c.ten_x);
+        }
         let yml = format!(
             "# Generated by `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`;\n# whole-message instructions on the production wasm through the offline runner. Do not edit.\n{}",
             serde_yaml::to_string(&measured).unwrap()
@@ -344,11 +430,18 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         std::fs::write(README, splice(&readme, "per-call-table", &table(&measured))).unwrap();
         return;
     }
-    let committed: Results = serde_yaml::from_str(&std::fs::read_to_string(RESULTS).expect("per_call_results.yml"))
-        .expect("per_call_results.yml parses");
+    let committed = committed.expect("per_call_results.yml");
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
-    for (name, p) in &measured.backends {
-        let c = committed.backends.get(name).unwrap_or_else(|| panic!("{name} is not in per_call_results.yml"));
+    let same = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if close(a, b)) || a == b;
+    let mut checks: Vec<(&PerCall, &BTreeMap<String, PerCall>, &String)> =
+        measured.backends.iter().map(|(name, p)| (p, &committed.backends, name)).collect();
+    if let Some(t) = &measured.ten_x {
+        let c = committed.ten_x.as_ref().expect("per_call_results.yml has no 10x figures: regenerate it");
+        assert_eq!(t.keys, c.keys);
+        checks.extend(t.backends.iter().map(|(name, p)| (p, &c.backends, name)));
+    }
+    for (p, committed_backends, name) in checks {
+        let c = committed_backends.get(name).unwrap_or_else(|| panic!("{name} is not in per_call_results.yml"));
         let pairs = [
             (p.put.median, c.put.median),
             (p.get.median, c.get.median),
@@ -356,10 +449,10 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
             (p.first_get_after_upgrade, c.first_get_after_upgrade),
             (measured.floor, committed.floor),
         ];
-        let floors = [(p.put_floor, c.put_floor), (p.get_floor, c.get_floor)];
+        let optional =
+            [(p.put_floor, c.put_floor), (p.get_floor, c.get_floor), (p.len, c.len), (p.load_one, c.load_one)];
         assert!(
-            pairs.iter().all(|&(a, b)| close(a, b))
-                && floors.iter().all(|&(a, b)| matches!((a, b), (Some(a), Some(b)) if close(a, b)) || a == b),
+            pairs.iter().all(|&(a, b)| close(a, b)) && optional.iter().all(|&(a, b)| same(a, b)),
             "{name}: measured {p:?}, committed {c:?}: regenerate per_call_results.yml"
         );
     }
