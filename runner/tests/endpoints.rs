@@ -7,10 +7,11 @@
 //! database: the production canister is upgraded to the benchmark wasm, which keeps the stable
 //! memory, warmed with one call of each floor, and measured.
 //!
-//! Every call is measured `CALLS` times (the median is reported); the rows a call touches are the
-//! newest ones, which the loads and the calls before it have just read, so both sides find them in
-//! SQLite's page cache. Queries prepare their statements in every call on both sides (a query's
-//! heap changes are discarded); updates keep them prepared.
+//! Every call is measured `CALLS` times (the median is reported); the rows a call touches are
+//! the newest ones or a few below them, which the loads and the calls before it have just read,
+//! so both sides find them in SQLite's page cache. Updates keep their statements prepared on both
+//! sides; the query endpoints find theirs prepared by the canister's updates, where a floor query
+//! prepares its statement in every call (a query's heap changes are discarded).
 //!
 //! The figures are committed in `endpoints_results.yml` and the README's endpoint table; this test
 //! fails when a rerun differs by more than 2%. Regenerate with

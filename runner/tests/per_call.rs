@@ -433,14 +433,14 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
     let committed = committed.expect("per_call_results.yml");
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
     let same = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if close(a, b)) || a == b;
-    let mut checks: Vec<(&PerCall, &BTreeMap<String, PerCall>, &String)> =
-        measured.backends.iter().map(|(name, p)| (p, &committed.backends, name)).collect();
+    // (measured, committed) per size: the reference size, and ten times it when it was measured.
+    let mut sizes = vec![(&measured.backends, &committed.backends)];
     if let Some(t) = &measured.ten_x {
         let c = committed.ten_x.as_ref().expect("per_call_results.yml has no 10x figures: regenerate it");
         assert_eq!(t.keys, c.keys);
-        checks.extend(t.backends.iter().map(|(name, p)| (p, &c.backends, name)));
+        sizes.push((&t.backends, &c.backends));
     }
-    for (p, committed_backends, name) in checks {
+    for (name, p, committed_backends) in sizes.into_iter().flat_map(|(m, c)| m.iter().map(move |(n, p)| (n, p, c))) {
         let c = committed_backends.get(name).unwrap_or_else(|| panic!("{name} is not in per_call_results.yml"));
         let pairs = [
             (p.put.median, c.put.median),
