@@ -9,27 +9,54 @@
 //! - **users** are never deleted, and the loads give them dense ids from 1 (a load that would
 //!   leave a gap is refused), so their count is that highest id.
 //! - **orders** get dense ids from 1 the same way, and only the delete job removes any, so their
-//!   count is the highest id minus the orders deleted, which the delete job adds up in the
-//!   one-row table `stablebench_counts` in the transaction that deletes them: an interrupted or
-//!   failed delete rolls its count back with its rows, and the loads write nothing extra. A
-//!   database written before the table existed gets its row once, from `count(*)`, from the first
-//!   delete that deletes something (or the upgrade, or `create_schema`) and finds it missing.
+//!   count is the highest id minus the orders deleted. The delete job adds those up in a
+//!   [`Kept`] count **outside the database**, right after the transaction that deleted them
+//!   commits. The canister keeps it in a `StableCell` (its own virtual memory of stable memory):
+//!   an 8-byte write there costs a few thousand instructions, where a row in a table of the
+//!   database costs a page journaled and written back at commit, about 25,000 (measured, README
+//!   "One call of every endpoint"). Both stay consistent because the IC makes a message atomic:
+//!   if the commit fails the count is not touched, and if the message traps after it, the
+//!   database's pages and the cell are rolled back together. A database no job has counted yet
+//!   (written by an earlier version, or by a writer that bypasses the jobs) is counted once with
+//!   `count(*)`, by the upgrade or by the first delete that deletes something.
 //!
 //! Writes that bypass the jobs (the canbench benchmarks' own statements, a test's SQL) do not
 //! keep the count: the canister has no endpoint that writes SQL directly, the benchmark
-//! canister's live steps call [`forget`] after they write, and [`orders_or_count`] is exact
-//! whenever the jobs are the only writers.
+//! canister's live steps call [`Kept::forget`] after they write, and [`orders_or_count`] is
+//! exact whenever the jobs are the only writers.
 
 use rusqlite::Connection;
 
+use crate::tx::Tx;
 use crate::workload::{self, Table};
 use crate::{Error, Result};
 
-/// The table of kept counts: one row per count (`orders_deleted`).
-pub const CREATE: &str = "CREATE TABLE IF NOT EXISTS stablebench_counts (\
-    name TEXT PRIMARY KEY NOT NULL, \
-    n INTEGER NOT NULL CHECK (n >= 0)\
-) WITHOUT ROWID";
+/// The table an earlier version kept the deleted orders' count in (`name = 'orders_deleted'`):
+/// [`init`] moves its count to the [`Kept`] count and drops it.
+pub const LEGACY_TABLE: &str = "stablebench_counts";
+
+/// Where the number of orders deleted by the jobs is kept, next to the database.
+pub trait Kept {
+    /// The orders deleted so far, or `None` if nothing has counted them.
+    fn deleted(&self) -> Option<u64>;
+    /// Sets the count (`None`: not counted, the next reader counts with `count(*)`).
+    fn set_deleted(&mut self, deleted: Option<u64>);
+    /// Forgets the count, so the next reader counts with `count(*)` and the next job counts
+    /// afresh: for writers that bypass the jobs (the benchmark canister's setup and steps).
+    fn forget(&mut self) {
+        self.set_deleted(None);
+    }
+}
+
+/// A count kept in memory: for native use and tests (the canister keeps it in stable memory).
+impl Kept for Option<u64> {
+    fn deleted(&self) -> Option<u64> {
+        *self
+    }
+    fn set_deleted(&mut self, deleted: Option<u64>) {
+        *self = deleted;
+    }
+}
 
 /// The number of users: the highest user id handed out (users are dense from 1 and never
 /// deleted).
@@ -38,84 +65,87 @@ pub fn users(conn: &Connection) -> Result<u64> {
 }
 
 /// The number of orders (the highest order id handed out, minus the orders deleted), or `None`
-/// on a database whose deletes no job has counted yet.
-pub fn orders(conn: &Connection) -> Result<Option<u64>> {
-    // One statement, not a lookup in sqlite_schema first: a query's statements are prepared
-    // anew in every call, and preparing is most of what this costs.
-    let sql = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'orders'), 0) - n \
-               FROM stablebench_counts WHERE name = 'orders_deleted'";
-    // Cached: an update keeps it prepared for the next call (and for the queries after it).
-    match conn.prepare_cached(sql).and_then(|mut s| s.query_row((), |r| r.get::<_, i64>(0))) {
-        Ok(n) if n >= 0 => Ok(Some(n as u64)),
-        Ok(n) => Err(Error::WrongResult(format!("{n} orders: more deleted than ever inserted"))),
-        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
-        Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table: stablebench_counts") => {
-            Ok(None)
-        }
-        Err(e) => Err(e.into()),
+/// if no job has counted the deleted orders yet.
+pub fn orders(conn: &Connection, kept: &dyn Kept) -> Result<Option<u64>> {
+    let Some(deleted) = kept.deleted() else { return Ok(None) };
+    let ids = workload::next_offset(conn, Table::Orders)?;
+    match ids.checked_sub(deleted) {
+        Some(n) => Ok(Some(n)),
+        None => Err(Error::WrongResult(format!(
+            "{deleted} orders deleted but only {ids} ever inserted: the kept count does not belong to this database"
+        ))),
     }
 }
 
 /// The number of orders, from [`orders`], else `count(*)` (a database no job has counted yet).
-pub fn orders_or_count(conn: &Connection) -> Result<u64> {
-    match orders(conn)? {
+pub fn orders_or_count(conn: &Connection, kept: &dyn Kept) -> Result<u64> {
+    match orders(conn, kept)? {
         Some(n) => Ok(n),
         None => workload::count_orders(conn),
     }
 }
 
-/// Makes sure the deleted orders are counted, counting the orders once with `count(*)` if no
-/// job has. Returns the orders' count.
-pub fn ensure_orders(conn: &Connection) -> Result<u64> {
-    if let Some(n) = orders(conn)? {
+/// Makes sure the deleted orders are counted: if no job has, takes the count an earlier version
+/// kept in [`LEGACY_TABLE`] (and drops that table), else counts the orders once with
+/// `count(*)`. Returns the orders' count. Call it where a failure changes nothing (in a
+/// transaction, or before any write).
+pub fn ensure_orders(conn: &Connection, kept: &mut dyn Kept) -> Result<u64> {
+    if let Some(n) = orders(conn, kept)? {
         return Ok(n);
     }
-    conn.execute(CREATE, ())?;
-    let n = workload::count_orders(conn)?;
     let ids = workload::next_offset(conn, Table::Orders)?;
-    let deleted = ids
-        .checked_sub(n)
-        .ok_or_else(|| Error::WrongResult(format!("{n} orders but ids only up to {ids}: the ids are not dense")))?;
-    conn.execute("INSERT INTO stablebench_counts (name, n) VALUES ('orders_deleted', ?1)", [deleted as i64])?;
-    Ok(n)
+    let deleted = match legacy_deleted(conn)? {
+        Some(deleted) => deleted,
+        None => {
+            let n = workload::count_orders(conn)?;
+            ids.checked_sub(n).ok_or_else(|| {
+                Error::WrongResult(format!("{n} orders but ids only up to {ids}: the ids are not dense"))
+            })?
+        }
+    };
+    conn.execute(&format!("DROP TABLE IF EXISTS {LEGACY_TABLE}"), ())?;
+    kept.set_deleted(Some(deleted));
+    orders(conn, kept)?.ok_or_else(|| Error::WrongResult("the count was just set".into()))
 }
 
-/// Adds `deleted` to the orders deleted, inside the transaction that deleted them, after the
-/// deletes; on a database no job has counted yet it counts the orders instead (which includes
-/// these deletes). Writes nothing when nothing was deleted.
-pub fn orders_deleted(conn: &Connection, deleted: u64) -> Result<()> {
+/// The count of deleted orders an earlier version kept in [`LEGACY_TABLE`], if there is one.
+fn legacy_deleted(conn: &Connection) -> Result<Option<u64>> {
+    let sql = format!("SELECT n FROM {LEGACY_TABLE} WHERE name = 'orders_deleted'");
+    match conn.query_row(&sql, (), |r| r.get::<_, i64>(0)) {
+        Ok(n) => Ok(Some(u64::try_from(n).map_err(|_| Error::WrongResult(format!("{n} orders deleted")))?)),
+        Err(rusqlite::Error::QueryReturnedNoRows) => Ok(None),
+        Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table") => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Adds `deleted` to the orders deleted, after the transaction that deleted them committed; on a
+/// database no job has counted yet it counts the orders instead (which includes these
+/// deletes). Changes nothing when nothing was deleted.
+pub fn orders_deleted(conn: &Connection, kept: &mut dyn Kept, deleted: u64) -> Result<()> {
     if deleted == 0 {
         return Ok(());
     }
-    let changed = match conn
-        .prepare_cached("UPDATE stablebench_counts SET n = n + ?1 WHERE name = 'orders_deleted'")
-        .and_then(|mut s| s.execute([deleted as i64]))
-    {
-        Ok(n) => n,
-        Err(rusqlite::Error::SqliteFailure(_, Some(m))) if m.starts_with("no such table: stablebench_counts") => 0,
-        Err(e) => return Err(e.into()),
-    };
-    if changed == 0 {
-        ensure_orders(conn)?;
+    match kept.deleted() {
+        Some(before) => kept.set_deleted(Some(before + deleted)),
+        None => {
+            ensure_orders(conn, kept)?;
+        }
     }
-    Ok(())
-}
-
-/// Forgets the kept count, so the next reader counts with `count(*)` and the next job counts
-/// afresh: for writers that bypass the jobs (the benchmark canister's setup and measured steps).
-pub fn forget(conn: &Connection) -> Result<()> {
-    conn.execute("DROP TABLE IF EXISTS stablebench_counts", ())?;
     Ok(())
 }
 
 /// Counts the orders once if no job has yet, in a transaction of its own (the canister calls it
-/// when it creates the schema and after an upgrade, under the progress-handler guard).
-pub fn init(conn: &Connection) -> Result<u64> {
-    if let Some(n) = orders(conn)? {
+/// when it creates the schema and after an upgrade, under the progress-handler guard): a guard
+/// that stops the count leaves the database and the count as they were.
+pub fn init(conn: &Connection, kept: &mut dyn Kept) -> Result<u64> {
+    if let Some(n) = orders(conn, kept)? {
         return Ok(n);
     }
-    let tx = conn.unchecked_transaction()?;
-    let n = ensure_orders(&tx)?;
+    let mut counted = None;
+    let tx = Tx::begin_unchecked(conn)?;
+    let n = ensure_orders(&tx, &mut counted)?;
     tx.commit()?;
+    kept.set_deleted(counted);
     Ok(n)
 }

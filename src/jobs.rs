@@ -151,9 +151,11 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
 /// in one transaction; call again from `next_order_id` until `complete`. A window's cost is
 /// bounded (at most that many rows are visited), so the budget is checked between windows and
 /// no statement has to be interrupted (an interrupt would roll back the whole transaction).
-/// Repeating a call deletes nothing more.
+/// Repeating a call deletes nothing more. `kept` gets the orders deleted once the transaction
+/// has committed ([`counts`]).
 pub fn delete_orders_of_users(
     conn: &mut Connection,
+    kept: &mut dyn counts::Kept,
     max_user_id: u64,
     from_order_id: u64,
     meter: &dyn Meter,
@@ -174,8 +176,12 @@ pub fn delete_orders_of_users(
             after = upto;
         }
     }
-    counts::orders_deleted(&tx, deleted)?;
+    // Counted inside the transaction (a database no job has counted yet is counted here, and a
+    // failure rolls the deletes back too), kept once it has committed.
+    let mut counted = kept.deleted();
+    counts::orders_deleted(&tx, &mut counted, deleted)?;
     tx.commit()?;
+    kept.set_deleted(counted);
     let next_order_id = after.max(from_order_id as i64) as u64;
     Ok(Deleted { deleted, next_order_id, complete: after >= last, instructions: meter.used() })
 }

@@ -27,6 +27,15 @@ impl<'c> Tx<'c> {
         Ok(Tx { conn })
     }
 
+    /// `BEGIN` on a shared connection, as `Connection::unchecked_transaction`: for code that
+    /// holds `&Connection` (a store that keeps one). Nothing stops a second transaction from
+    /// being begun on the same connection at compile time; SQLite refuses it at run time
+    /// ("cannot start a transaction within a transaction"), and the first one is unaffected.
+    pub fn begin_unchecked(conn: &'c Connection) -> Result<Self> {
+        conn.prepare_cached("BEGIN")?.execute(())?;
+        Ok(Tx { conn })
+    }
+
     /// `COMMIT`. If it fails, the transaction is still open and dropping `self` rolls it back,
     /// as `rusqlite::Transaction::commit` does.
     pub fn commit(self) -> Result<()> {

@@ -101,13 +101,14 @@ fn a_budgeted_delete_resumes_from_its_cursor_and_removes_exactly_the_orders() ->
     jobs::load_orders(&mut c, 0, 50_000, &NoLimit)?;
     let meter = Checks::new(1); // one window of 10,000 ids per call
     let (mut from, mut total, mut calls) = (0, 0, 0);
+    let mut kept = Some(0);
     loop {
         meter.reset();
-        let d = jobs::delete_orders_of_users(&mut c, 100, from, &meter)?;
+        let d = jobs::delete_orders_of_users(&mut c, &mut kept, 100, from, &meter)?;
         calls += 1;
         meter.reset();
         assert_eq!(
-            jobs::delete_orders_of_users(&mut c, 100, from, &meter)?.deleted,
+            jobs::delete_orders_of_users(&mut c, &mut kept, 100, from, &meter)?.deleted,
             0,
             "a repeated call deletes nothing more"
         );
@@ -120,6 +121,7 @@ fn a_budgeted_delete_resumes_from_its_cursor_and_removes_exactly_the_orders() ->
     assert_eq!(calls, 5);
     assert_eq!(total, oracle::orders_of_users(1_000, 50_000, 100));
     assert_eq!(count_orders(&c)?, 50_000 - total);
+    assert_eq!(kept, Some(total), "the kept count has every deleted order, once");
     Ok(())
 }
 

@@ -69,3 +69,24 @@ fn a_failed_commit_rolls_back_when_dropped() {
     assert!(conn.is_autocommit(), "dropping the failed transaction rolled it back");
     assert_eq!((rows(&conn, "parent"), rows(&conn, "child")), (0, 0));
 }
+
+#[test]
+fn an_unchecked_transaction_on_a_shared_connection_behaves_the_same_and_refuses_nesting() {
+    let conn = db();
+    let tx = Tx::begin_unchecked(&conn).unwrap();
+    tx.execute("INSERT INTO parent(id) VALUES (1)", ()).unwrap();
+    let nested = Tx::begin_unchecked(&conn);
+    assert!(
+        matches!(nested, Err(Error::Sqlite(ref e)) if e.to_string().contains("within a transaction")),
+        "{nested:?}"
+    );
+    assert!(!conn.is_autocommit(), "the refused BEGIN left the first transaction open");
+    tx.commit().unwrap();
+    assert_eq!(rows(&conn, "parent"), 1);
+
+    let tx = Tx::begin_unchecked(&conn).unwrap();
+    tx.execute("INSERT INTO parent(id) VALUES (2)", ()).unwrap();
+    drop(tx);
+    assert!(conn.is_autocommit());
+    assert_eq!(rows(&conn, "parent"), 1, "the dropped transaction's row is gone");
+}

@@ -4,9 +4,9 @@
 
 use ic_stable_structures::memory_manager::{MemoryId, VirtualMemory};
 use ic_stable_structures::DefaultMemoryImpl;
+use stablebench::counts::Kept;
 use stablebench::pragma::{Apply, Profile};
 use stablebench::Result;
-#[cfg(target_arch = "wasm32")]
 use stablebench_grid::ic::memory_ids;
 
 pub use rusqlite::Connection;
@@ -193,6 +193,39 @@ pub fn save_memory_limit(bytes: u64) {
     LIMIT_CELL.with_borrow_mut(|c| {
         c.set(bytes);
     });
+}
+
+/// What [`KEPT_DELETED`] holds before any job counted the deleted orders.
+const NOT_COUNTED: u64 = u64::MAX;
+
+thread_local! {
+    /// The orders `delete_orders` deleted, or [`NOT_COUNTED`] (also the value of a new cell).
+    static KEPT_DELETED: std::cell::RefCell<ic_stable_structures::StableCell<u64, VirtualMemory<DefaultMemoryImpl>>> =
+        std::cell::RefCell::new(ic_stable_structures::StableCell::init(memory(memory_ids::ORDERS_DELETED), NOT_COUNTED));
+}
+
+/// The count of deleted orders ([`stablebench::counts`]) in stable memory
+/// ([`memory_ids::ORDERS_DELETED`]), where it survives upgrades: an 8-byte write, where a row in
+/// the database costs a journaled page written back at commit. The IC rolls it back with the
+/// database's pages if a message traps.
+pub struct StableKept;
+
+impl Kept for StableKept {
+    fn deleted(&self) -> Option<u64> {
+        KEPT_DELETED.with_borrow(|c| Some(*c.get()).filter(|&n| n != NOT_COUNTED))
+    }
+    fn set_deleted(&mut self, deleted: Option<u64>) {
+        KEPT_DELETED.with_borrow_mut(|c| {
+            c.set(deleted.unwrap_or(NOT_COUNTED));
+        });
+    }
+    fn forget(&mut self) {
+        // A canister that never counted has nothing to forget: leave the cell's memory
+        // unallocated (the benchmark canister's steps call this after every write).
+        if ic_stable_structures::Memory::size(&memory(memory_ids::ORDERS_DELETED)) > 0 {
+            self.set_deleted(None);
+        }
+    }
 }
 
 /// Closes the connection: releases the EXCLUSIVE lock and drops the page cache before an

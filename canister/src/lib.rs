@@ -244,7 +244,7 @@ fn warm_query_statements() {
         pragma::read_active(conn)?;
         if db::schema_ready(conn)? {
             counts::users(conn)?;
-            counts::orders(conn)?;
+            counts::orders(conn, &db::StableKept)?;
             schema::index_names(conn)?;
             let end = i64::MAX as u64;
             query::list_users(conn, end, 1, QUERY_LIMITS, &meter)?;
@@ -262,7 +262,7 @@ fn count_orders_once() {
     let meter = InstructionBudget(stablebench_grid::ic::INSTALL_INSTRUCTION_LIMIT / 2);
     let counted = db::with_conn(|conn| -> stablebench::Result<()> {
         if db::schema_ready(conn)? {
-            guarded(conn, &meter, || counts::init(conn))?;
+            guarded(conn, &meter, || counts::init(conn, &mut db::StableKept))?;
         }
         Ok(())
     });
@@ -350,8 +350,10 @@ fn create_schema() -> Result<Cost, Error> {
             let created = !db::schema_ready(conn)?;
             if created {
                 schema::create_schema(conn)?;
+                // New tables: a count kept for tables that no longer exist does not apply.
+                counts::Kept::forget(&mut db::StableKept);
             }
-            guarded(conn, &meter, || counts::init(conn))?;
+            guarded(conn, &meter, || counts::init(conn, &mut db::StableKept))?;
             Ok(created)
         })?;
         if created {
@@ -398,7 +400,7 @@ fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
 #[ic_cdk::update(manual_reply = true)]
 fn delete_orders(max_user_id: u64, from_order_id: Option<u64>, budget: Option<u64>) -> Result<Deleted, Error> {
     send(budgeted_job(budget, |conn, meter| {
-        jobs::delete_orders_of_users(conn, max_user_id, from_order_id.unwrap_or(0), meter)
+        jobs::delete_orders_of_users(conn, &mut db::StableKept, max_user_id, from_order_id.unwrap_or(0), meter)
     }))
 }
 
@@ -445,7 +447,7 @@ fn stats() -> Result<Stats, Error> {
     send(db::with_conn(|conn| {
         let schema = db::schema_ready(conn)?;
         let (users, orders, indexes) = if schema {
-            (counts::users(conn)?, counts::orders_or_count(conn)?, schema::index_names(conn)?)
+            (counts::users(conn)?, counts::orders_or_count(conn, &db::StableKept)?, schema::index_names(conn)?)
         } else {
             (0, 0, Vec::new())
         };

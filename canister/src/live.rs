@@ -185,7 +185,7 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
         Step::UsersOrders(s) => db::with_conn(|conn| {
             // The step writes orders past the jobs, which keep their count: forget it.
             let done = s.run(conn, Sizes::REFERENCE, done, meter)?;
-            stablebench::counts::forget(conn)?;
+            stablebench::counts::Kept::forget(&mut db::StableKept);
             Ok::<_, stablebench::Error>(done)
         })
         .unwrap_or_else(|e| failed(e.to_string())),
@@ -307,10 +307,9 @@ fn ready(name: &str) -> Result<(Cell, State), Error> {
 /// Runs the measured step with the code canbench runs.
 fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
     let measured: Measured = match cell.op {
-        Op::UsersOrders(b) => benches::measure_users_orders(b).and_then(|measured| {
+        Op::UsersOrders(b) => benches::measure_users_orders(b).inspect(|_| {
             // Outside the measured region: the step wrote orders past the jobs' count.
-            db::with_conn(|conn| stablebench::counts::forget(conn)).map_err(|e| e.to_string())?;
-            Ok(measured)
+            stablebench::counts::Kept::forget(&mut db::StableKept);
         }),
         Op::TrieUpgrade => kv::with_heap(|heap| benches::measure_trie_upgrade(cell, heap)),
         Op::Sysrepo { .. } if cell.size > stablebench::sysrepo::LIVE_MAX_SIZE => {

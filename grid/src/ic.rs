@@ -211,6 +211,9 @@ pub mod memory_ids {
     pub const CHIA_COINS: u8 = 84;
     /// Chia's `btree_all` schema: blocks by index.
     pub const CHIA_BLOCKS: u8 = 83;
+    /// The number of orders the canister's `delete_orders` deleted (a `StableCell<u64>`,
+    /// `stablebench::counts::Kept`): with `sqlite_sequence`, the orders' count in constant time.
+    pub const ORDERS_DELETED: u8 = 82;
 
     // Ours are distinct and below ic-rusqlite's.
     const _: () = assert!(
@@ -230,5 +233,6 @@ pub mod memory_ids {
             && CHIA_COINS < CHIA_RUNS
             && CHIA_RUNS < CHIA_NAMES
             && CHIA_NAMES < CHIA_LOOKUP_MAP
+            && ORDERS_DELETED < CHIA_BLOCKS
     );
 }

@@ -50,6 +50,7 @@ use super::{
     amount_blob, amount_from_blob, reward_parent_id, reward_parent_of_id, validate_block, BlockSpendInfo, Coin,
     CoinInfo, Hash, Schema,
 };
+use crate::tx::Tx;
 use crate::{Error, Result};
 
 /// Pending coins above which [`Schema::accept_block`] writes the buffered blocks (the original's
@@ -282,8 +283,8 @@ impl<'c, I: CoinIndex> HashDb<'c, I> {
         let conn = self.conn;
         let pending = std::mem::take(&mut self.pending);
         let mut stored = || -> Result<()> {
-            // `unchecked_transaction`: we hold `&Connection` (see `kv::sqlite::SqliteKv::put_batch`).
-            let tx = conn.unchecked_transaction()?;
+            // `begin_unchecked`: we hold `&Connection` (see `kv::sqlite::SqliteKv::put_batch`).
+            let tx = Tx::begin_unchecked(conn)?;
             let mut unflushed = BTreeMap::new();
             let mut added = Vec::with_capacity(self.pending_coins as usize);
             for block in &pending {
@@ -371,7 +372,7 @@ impl<I: CoinIndex> Schema for HashDb<'_, I> {
     fn rewind_to_block_index(&mut self, index: u32) -> Result<()> {
         self.flush_pending()?;
         let conn = self.conn;
-        let tx = conn.unchecked_transaction()?;
+        let tx = Tx::begin_unchecked(conn)?;
         let last_kept_block: Option<Vec<u8>> = {
             let mut stmt = self.conn.prepare_cached(LAST_KEPT_BLOCK)?;
             stmt.query_row([i64::from(index)], |r| r.get(0)).optional()?

@@ -30,6 +30,7 @@ use rusqlite::{Connection, OptionalExtension};
 use super::{
     amount_blob, amount_from_blob, hash_from_blob, validate_block, BlockSpendInfo, Coin, CoinInfo, Hash, Schema,
 };
+use crate::tx::Tx;
 use crate::Result;
 
 /// `CREATE TABLE` and `CREATE INDEX` of the schema.
@@ -70,7 +71,7 @@ impl<'c> V2<'c> {
 impl Schema for V2<'_> {
     fn accept_block(&mut self, block: &BlockSpendInfo) -> Result<()> {
         validate_block(block)?;
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = Tx::begin_unchecked(self.conn)?;
         let index = i64::from(block.index);
         {
             let mut insert = tx.prepare_cached(INSERT)?;
@@ -158,7 +159,7 @@ impl Schema for V2<'_> {
     }
 
     fn rewind_to_block_index(&mut self, index: u32) -> Result<()> {
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = Tx::begin_unchecked(self.conn)?;
         tx.prepare_cached(DELETE_CONFIRMED)?.execute([i64::from(index)])?;
         tx.prepare_cached(UNSPEND)?.execute([i64::from(index)])?;
         tx.commit()?;

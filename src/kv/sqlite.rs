@@ -9,6 +9,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{Key, KvStore};
+use crate::tx::Tx;
 use crate::Result;
 
 /// How the key-value table is laid out.
@@ -171,10 +172,10 @@ impl KvStore for SqliteKv<'_> {
         if items.is_empty() {
             return Ok(());
         }
-        // `unchecked_transaction` because we only hold `&Connection`: rusqlite's `transaction`
-        // takes `&mut` only to rule out nesting at compile time, and SQLite refuses a nested
-        // BEGIN at run time anyway.
-        let tx = self.conn.unchecked_transaction()?;
+        // `begin_unchecked` because we only hold `&Connection`: `Tx::begin` (like rusqlite's
+        // `transaction`) takes `&mut` only to rule out nesting at compile time, and SQLite refuses
+        // a nested BEGIN at run time anyway. `BEGIN`/`COMMIT` come from the statement cache.
+        let tx = Tx::begin_unchecked(self.conn)?;
         {
             let mut stmt = tx.prepare_cached(self.layout.put_sql())?;
             for (key, value) in items {

@@ -10,6 +10,7 @@
 use rusqlite::{Connection, OptionalExtension};
 
 use super::{validate, Ds, Edit, LstKey, Store, Tree, ORIGIN};
+use crate::tx::Tx;
 use crate::Result;
 
 /// The gap between two consecutive `usr-lst` positions.
@@ -115,7 +116,7 @@ impl Store for SqliteStore<'_> {
         let s = sql(ds);
         let oper = ds == Ds::Operational;
         // Dropped without commit on an error: SQLite rolls back, nothing is stored.
-        let tx = self.conn.unchecked_transaction()?;
+        let tx = Tx::begin_unchecked(self.conn)?;
         validate(edits, |key| Ok(matches!(self.leaf(ds, key)?, Some(Some(_)))))?;
         for edit in edits {
             match edit {
