@@ -333,15 +333,52 @@ pub struct Canister {
     executions: u64,
     /// Calls to the management canister's `raw_rand` so far (seeds its deterministic bytes).
     raw_rand_calls: u64,
+    /// The heap as the last kept execution left it, if the module tracks the pages it writes
+    /// (`Instrumented::tracks_heap`): an execution is undone, and kept, by copying only those
+    /// pages, instead of saving the whole heap before every execution.
+    committed: Option<Vec<u8>>,
 }
+
+/// Whether every execution of a heap-tracking canister is followed by a full comparison of the
+/// heap with its committed image (a test of the tracking; slow). Set by
+/// `STABLEBENCH_RUNNER_CHECK_HEAP` or [`check_heap_tracking`].
+static CHECK_HEAP: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Turns the comparison of [`CHECK_HEAP`] on or off for every canister of this process.
+pub fn check_heap_tracking(on: bool) {
+    CHECK_HEAP.store(if on { 2 } else { 1 }, std::sync::atomic::Ordering::Relaxed);
+}
+
+fn checking_heap() -> bool {
+    match CHECK_HEAP.load(std::sync::atomic::Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var_os("STABLEBENCH_RUNNER_CHECK_HEAP").is_some_and(|v| v != "0");
+            check_heap_tracking(on);
+            on
+        }
+        v => v == 2,
+    }
+}
+
+/// Heap bytes per page of the written-pages map.
+const TRACKED_PAGE: usize = 1 << instrument::DIRTY_PAGE_SHIFT;
 
 impl Canister {
     /// Creates and installs a canister: `start`, then `canister_init(arg)`, within the install
     /// limit. A trap leaves nothing: the error says why.
     pub fn install(code: Arc<Code>, arg: &[u8], opts: Options) -> Result<(Canister, Outcome)> {
         let (store, instance) = instantiate(&code, opts.host())?;
-        let mut c =
-            Canister { code, store, instance, opts, messages: 0, time_offset: 0, executions: 0, raw_rand_calls: 0 };
+        let mut c = Canister {
+            code,
+            store,
+            instance,
+            opts,
+            messages: 0,
+            time_offset: 0,
+            executions: 0,
+            raw_rand_calls: 0,
+            committed: None,
+        };
         let limit = c.opts.limits.install;
         c.begin(Kind::Init, arg.to_vec(), Principal::anonymous());
         let started = Instant::now();
@@ -351,6 +388,7 @@ impl Canister {
             bail!("install failed: {e}");
         }
         c.store.data_mut().version = 1;
+        c.recommit();
         Ok((c, out))
     }
 
@@ -405,7 +443,11 @@ impl Canister {
     /// limit. On a trap the canister is left exactly as before.
     pub fn upgrade(&mut self, code: Arc<Code>, arg: &[u8]) -> Outcome {
         let limit = self.opts.limits.install;
-        let snap = self.snapshot();
+        // Between messages the committed image is the heap: no copy needed to go back.
+        let snap = match self.committed.take() {
+            Some(heap) => Snapshot { heap, globals: self.globals() },
+            None => self.snapshot(),
+        };
         let old_code = self.code.clone();
         self.begin(Kind::PreUpgrade, Vec::new(), Principal::anonymous());
         let started = Instant::now();
@@ -444,6 +486,7 @@ impl Canister {
             self.restore(snap);
         } else {
             self.store.data_mut().version += 1;
+            self.recommit();
         }
         self.finish(r.map(|_| Vec::new()).map_err(Reject::Trapped), used, started)
     }
@@ -463,6 +506,7 @@ impl Canister {
             time_offset: self.time_offset,
             executions: 0,
             raw_rand_calls: self.raw_rand_calls,
+            committed: None,
         };
         c.restore(snap);
         Ok(c)
@@ -663,7 +707,11 @@ impl Canister {
     fn execute(&mut self, msg: Message, entry: Entry<'_>, limit: u64) -> Execution {
         self.executions += 1;
         let kind = msg.kind;
-        let snap = self.snapshot();
+        // A tracked heap is undone from its committed image; otherwise save the whole heap.
+        let (snap, globals) = match self.committed {
+            Some(_) => (None, self.globals()),
+            None => (Some(self.snapshot()), Vec::new()),
+        };
         self.store.data_mut().begin(msg);
         let (r, used) = self.call(entry, limit);
         let h = self.store.data_mut();
@@ -674,7 +722,12 @@ impl Canister {
         let keep = r.is_ok() && kind != Kind::Query;
         if !keep {
             self.store.data_mut().stable.rollback();
-            self.restore(snap);
+            match snap {
+                Some(snap) => self.restore(snap),
+                None => self.undo_tracked(globals),
+            }
+        } else if snap.is_none() {
+            self.commit_tracked();
         }
         if kind != Kind::Query {
             self.messages += 1;
@@ -794,8 +847,12 @@ impl Canister {
 
     fn snapshot(&mut self) -> Snapshot {
         let heap = self.memory().map(|m| m.data(&self.store).to_vec()).unwrap_or_default();
-        let globals = self
-            .code
+        Snapshot { heap, globals: self.globals() }
+    }
+
+    /// The persistent globals' values.
+    fn globals(&mut self) -> Vec<(u32, Val)> {
+        self.code
             .info
             .persistent_globals
             .clone()
@@ -806,8 +863,119 @@ impl Canister {
                     self.instance.get_global(&mut self.store, &name).expect("persistent global").get(&mut self.store);
                 (g, v)
             })
-            .collect();
-        Snapshot { heap, globals }
+            .collect()
+    }
+
+    fn set_globals(&mut self, globals: Vec<(u32, Val)>) {
+        for (g, v) in globals {
+            let name = format!("{}{g}", instrument::PERSISTENT_GLOBAL_PREFIX);
+            self.instance
+                .get_global(&mut self.store, &name)
+                .expect("persistent global")
+                .set(&mut self.store, v)
+                .expect("restore global");
+        }
+    }
+
+    /// Takes the heap's committed image afresh (after install, upgrade, restore), if the module
+    /// tracks the pages it writes, and clears the map of written pages.
+    fn recommit(&mut self) {
+        if !self.code.info.tracks_heap {
+            return;
+        }
+        let heap = self.memory().map(|m| m.data(&self.store).to_vec()).unwrap_or_default();
+        if let Some(map) = self.instance.get_memory(&mut self.store, instrument::DIRTY_EXPORT) {
+            map.data_mut(&mut self.store).fill(0);
+        }
+        self.committed = Some(heap);
+    }
+
+    /// The pages the execution wrote (the map's entries below the heap's end), the map cleared.
+    fn take_written(&mut self) -> Vec<usize> {
+        let pages = self.heap_bytes() as usize / TRACKED_PAGE;
+        let Some(map) = self.instance.get_memory(&mut self.store, instrument::DIRTY_EXPORT) else {
+            return Vec::new();
+        };
+        let map = map.data_mut(&mut self.store);
+        // The map covers up to two entries past the heap (a store in the last page marks the
+        // next one): clear them too.
+        let used = (pages + 2).min(map.len());
+        let mut written = Vec::new();
+        for (chunk, bytes) in map[..used].chunks_mut(8).enumerate() {
+            if bytes.iter().all(|b| *b == 0) {
+                continue;
+            }
+            for (i, b) in bytes.iter_mut().enumerate() {
+                if *b != 0 {
+                    *b = 0;
+                    let p = chunk * 8 + i;
+                    if p < pages {
+                        written.push(p);
+                    }
+                }
+            }
+        }
+        written
+    }
+
+    /// Undoes an execution of a tracked heap: the pages it wrote from the committed image and
+    /// the globals; if it grew the heap (wasm memory cannot shrink), a fresh instance with the
+    /// committed image.
+    fn undo_tracked(&mut self, globals: Vec<(u32, Val)>) {
+        let written = self.take_written();
+        let committed = self.committed.take().expect("a tracked heap has a committed image");
+        if self.heap_bytes() as usize != committed.len() {
+            self.restore(Snapshot { heap: committed, globals });
+            return;
+        }
+        if let Some(mem) = self.memory() {
+            let heap = mem.data_mut(&mut self.store);
+            for p in written {
+                let r = p * TRACKED_PAGE..(p + 1) * TRACKED_PAGE;
+                heap[r.clone()].copy_from_slice(&committed[r]);
+            }
+        }
+        self.committed = Some(committed);
+        self.set_globals(globals);
+        self.check_committed("undoing an execution");
+    }
+
+    /// Keeps an execution of a tracked heap: the pages it wrote, and any growth, into the
+    /// committed image.
+    fn commit_tracked(&mut self) {
+        let written = self.take_written();
+        let mut committed = self.committed.take().expect("a tracked heap has a committed image");
+        if let Some(mem) = self.memory() {
+            let heap = mem.data(&self.store);
+            let old = committed.len();
+            if heap.len() > old {
+                committed.extend_from_slice(&heap[old..]);
+            }
+            for p in written.into_iter().filter(|p| (p + 1) * TRACKED_PAGE <= old) {
+                let r = p * TRACKED_PAGE..(p + 1) * TRACKED_PAGE;
+                committed[r.clone()].copy_from_slice(&heap[r]);
+            }
+        }
+        self.committed = Some(committed);
+        self.check_committed("keeping an execution");
+    }
+
+    /// With [`checking_heap`]: panics unless the heap equals its committed image, naming the
+    /// first page that differs (a write the map missed).
+    fn check_committed(&mut self, after: &str) {
+        if !checking_heap() {
+            return;
+        }
+        let heap = self.memory().map(|m| m.data(&self.store).to_vec()).unwrap_or_default();
+        let committed = self.committed.as_deref().unwrap_or_default();
+        if heap.as_slice() != committed {
+            let page = heap
+                .chunks(TRACKED_PAGE)
+                .zip(committed.chunks(TRACKED_PAGE))
+                .position(|(a, b)| a != b)
+                .map_or_else(|| format!("sizes {} and {}", heap.len(), committed.len()), |p| format!("page {p}"));
+            panic!("heap tracking: after {after}, the heap differs from its committed image at {page}");
+        }
     }
 
     fn take_host(&mut self) -> Host {
@@ -830,14 +998,8 @@ impl Canister {
             }
             mem.data_mut(&mut self.store)[..snap.heap.len()].copy_from_slice(&snap.heap);
         }
-        for (g, v) in snap.globals {
-            let name = format!("{}{g}", instrument::PERSISTENT_GLOBAL_PREFIX);
-            self.instance
-                .get_global(&mut self.store, &name)
-                .expect("persistent global")
-                .set(&mut self.store, v)
-                .expect("restore global");
-        }
+        self.set_globals(snap.globals);
+        self.recommit();
     }
 
     /// Saves the canister (module, heap, globals, stable memory, settings) to `dir`, so that a
@@ -907,6 +1069,7 @@ impl Canister {
             time_offset: state.time_offset,
             executions: 0,
             raw_rand_calls: state.raw_rand_calls,
+            committed: None,
         };
         let globals = state.globals.iter().map(|(g, v)| (*g, v.val())).collect();
         c.restore(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });
@@ -991,6 +1154,7 @@ fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), F
         return Err(Box::new((anyhow!("no counter global"), store.into_data())));
     };
     let memory = instance.get_memory(&mut store, instrument::MEMORY_EXPORT);
-    store.data_mut().bind(counter, memory);
+    let dirty = instance.get_memory(&mut store, instrument::DIRTY_EXPORT);
+    store.data_mut().bind(counter, memory, dirty);
     Ok((store, instance))
 }

@@ -375,6 +375,8 @@ pub struct Host {
     pub profile: Option<Box<crate::profile::Profiler>>,
     counter: Option<Global>,
     memory: Option<Memory>,
+    /// The byte map of heap pages written (`instrument::DIRTY_EXPORT`), if the module tracks them.
+    dirty: Option<Memory>,
 }
 
 impl Host {
@@ -401,13 +403,16 @@ impl Host {
             profile: None,
             counter: None,
             memory: None,
+            dirty: None,
         }
     }
 
-    /// Binds the instance's counter global and heap (after each instantiation).
-    pub fn bind(&mut self, counter: Global, memory: Option<Memory>) {
+    /// Binds the instance's counter global, heap and map of written heap pages (after each
+    /// instantiation).
+    pub fn bind(&mut self, counter: Global, memory: Option<Memory>, dirty: Option<Memory>) {
         self.counter = Some(counter);
         self.memory = memory;
+        self.dirty = dirty;
     }
 
     /// Starts an execution: its context, stable-memory budgets, a new log, no calls.
@@ -501,6 +506,21 @@ fn heap_range(heap_len: usize, at: u64, len: u64) -> HostResult<std::ops::Range<
     }
 }
 
+/// Marks the heap pages of `dst .. dst + len`, which the host has just written, in the module's
+/// map of written pages (the wasm code marks its own stores; see `instrument`).
+fn mark_written(caller: &mut Caller<'_, Host>, dst: u64, len: u64) {
+    let Some(map) = caller.data().dirty else { return };
+    if len == 0 {
+        return;
+    }
+    let map = map.data_mut(caller);
+    let last = map.len().saturating_sub(1) as u64;
+    let shift = crate::instrument::DIRTY_PAGE_SHIFT;
+    for p in (dst >> shift)..=((dst + len - 1) >> shift).min(last) {
+        map[p as usize] = 1;
+    }
+}
+
 /// Copies `src[offset..offset + size]` to the heap at `dst` (the `*_copy` idiom).
 fn copy_out(caller: &mut Caller<'_, Host>, src: &[u8], dst: u64, offset: u64, size: u64, what: &str) -> HostResult<()> {
     let end = offset.checked_add(size);
@@ -510,6 +530,7 @@ fn copy_out(caller: &mut Caller<'_, Host>, src: &[u8], dst: u64, offset: u64, si
     let (mem, _) = heap(caller)?;
     let r = heap_range(mem.len(), dst, size)?;
     mem[r].copy_from_slice(&src[offset as usize..(offset + size) as usize]);
+    mark_written(caller, dst, size);
     Ok(())
 }
 
@@ -528,6 +549,7 @@ fn write_u128(caller: &mut Caller<'_, Host>, dst: u64, v: u128) -> HostResult<()
     let (mem, _) = heap(caller)?;
     let r = heap_range(mem.len(), dst, 16)?;
     mem[r].copy_from_slice(&v.to_le_bytes());
+    mark_written(caller, dst, 16);
     Ok(())
 }
 
@@ -931,6 +953,7 @@ fn stable_read(c: &mut Caller<'_, Host>, dst: u64, off: u64, len: u64) -> HostRe
     s.mark(off, len, 2, false);
     s.accessed_left -= new;
     mem[r].copy_from_slice(&s.bytes[off as usize..(off + len) as usize]);
+    mark_written(c, dst, len);
     Ok(())
 }
 

@@ -29,6 +29,19 @@
 //! re-encoded accordingly. The bulk-charge helper reports itself as the pseudo-function
 //! [`BULK_FRAME`], so that the per-byte charge of `memory.copy` and `memory.fill`, which compilers
 //! emit inline for memcpy and memset, is a frame of its own.
+//!
+//! **Heap pages written** (not the replica's; it tracks them with memory protection): so that
+//! the host can undo an execution, and keep the heap's last committed image, by copying only the
+//! pages the execution wrote instead of the whole heap, the rewritten module marks every 4 KiB
+//! page of memory 0 it writes in a byte map, a memory of its own exported as [`DIRTY_EXPORT`]
+//! (byte `p` non-zero: page `p` was written). Before every store to memory 0 the address is
+//! taken into a temporary global and bytes `p` and `p + 1` of the map set with one `i32.store16`
+//! (a store of up to 16 bytes ends in the page after its first at the latest); `memory.fill` and
+//! `memory.copy` into memory 0 mark their destination range through an appended helper. The
+//! host marks what it writes itself (`*_copy`, `stable_read`). Like the charges, this code is
+//! never metered. A module that can change memory or tables in ways the map does not follow
+//! (`memory.init`, `data.drop`, table writes, element drops) is not tracked
+//! ([`Instrumented::tracks_heap`] is false) and the host copies the whole heap instead.
 
 use anyhow::{bail, Context, Result};
 use wasm_encoder::reencode::{self, Reencode};
@@ -62,6 +75,24 @@ const PROFILE_HOOKS: u32 = 2;
 /// The function index the hooks report for the per-byte charge of bulk memory and table
 /// operations (`memory.copy`, `memory.fill`, ...; a pseudo-function: no module has that many).
 pub const BULK_FRAME: u32 = u32::MAX - 1;
+
+/// Export name of the byte map of written heap pages (see the module docs).
+pub const DIRTY_EXPORT: &str = "stablebench dirty";
+/// log2 of the page size the byte map tracks (4 KiB, the OS page).
+pub const DIRTY_PAGE_SHIFT: u32 = 12;
+/// The highest page index the map holds for a 32-bit heap (4 GiB / 4 KiB); the map has this
+/// many entries plus two (a store in the last page marks the one after it).
+const DIRTY_MAX_PAGE_32: u64 = 1 << (32 - DIRTY_PAGE_SHIFT);
+/// The same for a 64-bit heap: 16 GiB, above what the IC lets a canister's heap reach.
+const DIRTY_MAX_PAGE_64: u64 = 1 << (34 - DIRTY_PAGE_SHIFT);
+
+/// The highest page the byte map holds for `mem`.
+pub fn dirty_max_page(mem: MemType) -> u64 {
+    match mem {
+        MemType::Wasm32 => DIRTY_MAX_PAGE_32,
+        MemType::Wasm64 => DIRTY_MAX_PAGE_64,
+    }
+}
 
 /// Whether to inject the metering code. `Off` keeps everything else (counter global, exports)
 /// so the same host runs it: host fees are still charged, wasm code is free. Only for measuring
@@ -99,6 +130,9 @@ pub struct Instrumented {
     pub persistent_globals: Vec<u32>,
     /// Custom sections by name (e.g. `icp:public candid:service`).
     pub custom_sections: Vec<(String, Vec<u8>)>,
+    /// Whether the module marks the heap pages it writes in [`DIRTY_EXPORT`] (see the module
+    /// docs): it has a memory and no operation the map does not follow.
+    pub tracks_heap: bool,
 }
 
 /// The replica's cost of one operator (`instruction_to_cost`).
@@ -290,6 +324,166 @@ struct Injected {
     counter: u32,
     ooi_func: u32,
     bulk_func: u32,
+    /// Heap tracking, if on: the byte map's memory, the range-marking helper, the temporaries.
+    dirty: Option<Dirty>,
+}
+
+/// What the heap-tracking code uses (see the module docs).
+#[derive(Clone, Copy)]
+struct Dirty {
+    map: u32,
+    mark_func: u32,
+    /// First of the temporary globals, in [`TEMP_TYPES`] order.
+    temps: u32,
+}
+
+/// The temporary globals of the heap-tracking code: three each of i32 and i64 (a bulk
+/// operation's three operands, or a store's address and value), one of each other value type.
+const TEMP_TYPES: [ValType; 9] = [
+    ValType::I32,
+    ValType::I32,
+    ValType::I32,
+    ValType::I64,
+    ValType::I64,
+    ValType::I64,
+    ValType::F32,
+    ValType::F64,
+    ValType::V128,
+];
+
+impl Dirty {
+    /// The `nth` (0-based) temporary of type `ty`.
+    fn temp(self, ty: ValType, nth: u32) -> u32 {
+        let i = TEMP_TYPES.iter().position(|t| *t == ty).expect("a temporary of every value type");
+        self.temps + i as u32 + nth
+    }
+}
+
+/// The operand type of a store to memory 0, if `op` is one: what the heap-tracking code keeps
+/// aside while it marks the address.
+fn store_value_type(op: &Operator<'_>) -> Option<ValType> {
+    use Operator::*;
+    let (ty, memarg) = match op {
+        I32Store { memarg } | I32Store8 { memarg } | I32Store16 { memarg } => (ValType::I32, memarg),
+        I64Store { memarg } | I64Store8 { memarg } | I64Store16 { memarg } | I64Store32 { memarg } => {
+            (ValType::I64, memarg)
+        }
+        F32Store { memarg } => (ValType::F32, memarg),
+        F64Store { memarg } => (ValType::F64, memarg),
+        V128Store { memarg }
+        | V128Store8Lane { memarg, .. }
+        | V128Store16Lane { memarg, .. }
+        | V128Store32Lane { memarg, .. }
+        | V128Store64Lane { memarg, .. } => (ValType::V128, memarg),
+        _ => return None,
+    };
+    (memarg.memory == 0).then_some(ty)
+}
+
+/// The static offset of a store's memarg.
+fn store_offset(op: &Operator<'_>) -> u64 {
+    use Operator::*;
+    match op {
+        I32Store { memarg }
+        | I32Store8 { memarg }
+        | I32Store16 { memarg }
+        | I64Store { memarg }
+        | I64Store8 { memarg }
+        | I64Store16 { memarg }
+        | I64Store32 { memarg }
+        | F32Store { memarg }
+        | F64Store { memarg }
+        | V128Store { memarg }
+        | V128Store8Lane { memarg, .. }
+        | V128Store16Lane { memarg, .. }
+        | V128Store32Lane { memarg, .. }
+        | V128Store64Lane { memarg, .. } => memarg.offset,
+        _ => 0,
+    }
+}
+
+/// Operations after which the byte map no longer tells every change of the heap and the
+/// tables: a module with any of them is not tracked.
+fn untrackable(op: &Operator<'_>) -> bool {
+    use Operator::*;
+    matches!(
+        op,
+        MemoryInit { .. }
+            | DataDrop { .. }
+            | TableSet { .. }
+            | TableGrow { .. }
+            | TableFill { .. }
+            | TableCopy { .. }
+            | TableInit { .. }
+            | ElemDrop { .. }
+    )
+}
+
+fn map_memarg(map: u32) -> wasm_encoder::MemArg {
+    wasm_encoder::MemArg { offset: 0, align: 0, memory_index: map }
+}
+
+/// Before a store to memory 0 (operands `[address, value]` on the stack): marks the pages of
+/// `address + offset` and the one after it, and puts the operands back.
+fn emit_store_mark(f: &mut Function, d: Dirty, value: ValType, offset: u64, mem: MemType) {
+    // An integer value takes the third temporary of its type: the address and the page may take
+    // the first two.
+    let tv = d.temp(value, if matches!(value, ValType::I32 | ValType::I64) { 2 } else { 0 });
+    f.instruction(&Instruction::GlobalSet(tv));
+    match mem {
+        MemType::Wasm32 => {
+            let ta = d.temp(ValType::I32, 0);
+            f.instruction(&Instruction::GlobalSet(ta));
+            f.instruction(&Instruction::GlobalGet(ta));
+            f.instruction(&Instruction::I32Const(offset as u32 as i32));
+            f.instruction(&Instruction::I32Add);
+            f.instruction(&Instruction::I32Const(DIRTY_PAGE_SHIFT as i32));
+            f.instruction(&Instruction::I32ShrU);
+            f.instruction(&Instruction::I32Const(0x0101));
+            f.instruction(&Instruction::I32Store16(map_memarg(d.map)));
+            f.instruction(&Instruction::GlobalGet(ta));
+        }
+        MemType::Wasm64 => {
+            let (ta, tp) = (d.temp(ValType::I64, 0), d.temp(ValType::I64, 1));
+            f.instruction(&Instruction::GlobalSet(ta));
+            f.instruction(&Instruction::GlobalGet(ta));
+            f.instruction(&Instruction::I64Const(offset as i64));
+            f.instruction(&Instruction::I64Add);
+            f.instruction(&Instruction::I64Const(i64::from(DIRTY_PAGE_SHIFT)));
+            f.instruction(&Instruction::I64ShrU);
+            // min(page, the map's last page): a store past it traps on the heap anyway.
+            f.instruction(&Instruction::GlobalSet(tp));
+            f.instruction(&Instruction::GlobalGet(tp));
+            f.instruction(&Instruction::I64Const(DIRTY_MAX_PAGE_64 as i64));
+            f.instruction(&Instruction::GlobalGet(tp));
+            f.instruction(&Instruction::I64Const(DIRTY_MAX_PAGE_64 as i64));
+            f.instruction(&Instruction::I64LtU);
+            f.instruction(&Instruction::Select);
+            f.instruction(&Instruction::I32WrapI64);
+            f.instruction(&Instruction::I32Const(0x0101));
+            f.instruction(&Instruction::I32Store16(map_memarg(d.map)));
+            f.instruction(&Instruction::GlobalGet(ta));
+        }
+    }
+    f.instruction(&Instruction::GlobalGet(tv));
+}
+
+/// Before `memory.fill` or `memory.copy` into memory 0 (operands `[dst, x, n]`): marks the pages
+/// of `dst .. dst + n` with the helper and puts the operands back. `x` is the fill value (i32)
+/// or the copy's source (an address).
+fn emit_bulk_mark(f: &mut Function, d: Dirty, x: ValType, mem: MemType) {
+    let addr = if mem == MemType::Wasm64 { ValType::I64 } else { ValType::I32 };
+    let (ta, tn) = (d.temp(addr, 0), d.temp(addr, 1));
+    let tx = if x == addr { d.temp(x, 2) } else { d.temp(x, 0) };
+    f.instruction(&Instruction::GlobalSet(tn));
+    f.instruction(&Instruction::GlobalSet(tx));
+    f.instruction(&Instruction::GlobalSet(ta));
+    f.instruction(&Instruction::GlobalGet(ta));
+    f.instruction(&Instruction::GlobalGet(tn));
+    f.instruction(&Instruction::Call(d.mark_func));
+    f.instruction(&Instruction::GlobalGet(ta));
+    f.instruction(&Instruction::GlobalGet(tx));
+    f.instruction(&Instruction::GlobalGet(tn));
 }
 
 fn emit_static(f: &mut Function, ix: Injected, scope: Scope, cost: u64) {
@@ -391,11 +585,46 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
     let mut func_types: Vec<u32> = Vec::new();
     // The start section comes after the export section, which must already name it.
     let mut start: Option<u32> = None;
+    // Heap tracking needs memory 0 defined here (not imported) and no operation the byte map does
+    // not follow; the map is the memory after the module's own.
+    let (mut imported_mems, mut defined_mems, mut trackable, mut first_mem) = (0u32, 0u32, true, None);
     for payload in Parser::new(0).parse_all(wasm) {
-        if let Payload::StartSection { func, .. } = payload.context("parsing the wasm")? {
-            start = Some(func);
+        match payload.context("parsing the wasm")? {
+            Payload::StartSection { func, .. } => start = Some(func),
+            Payload::ImportSection(reader) => {
+                for imp in reader.into_imports() {
+                    if let TypeRef::Memory(m) = imp?.ty {
+                        imported_mems += 1;
+                        first_mem.get_or_insert(m.memory64);
+                    }
+                }
+            }
+            Payload::MemorySection(reader) => {
+                for m in reader {
+                    first_mem.get_or_insert(m?.memory64);
+                    defined_mems += 1;
+                }
+            }
+            Payload::CodeSectionEntry(body) if trackable => {
+                let mut ops = body.get_operators_reader()?;
+                while !ops.eof() {
+                    if untrackable(&ops.read()?) {
+                        trackable = false;
+                        break;
+                    }
+                }
+            }
+            _ => {}
         }
     }
+    let tracked_mem = match first_mem {
+        Some(m64) if trackable && imported_mems == 0 && defined_mems > 0 => {
+            Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
+        }
+        _ => None,
+    };
+    let dirty_map = tracked_mem.map(|_| imported_mems + defined_mems);
+    let mut mark_type = 0u32;
     let mut persistent_globals = Vec::new();
     let mut custom_sections = Vec::new();
     let mut import_done = !profiled;
@@ -422,7 +651,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
             }
             if r > GLOBAL_RANK && !global_done {
                 let mut g = GlobalSection::new();
-                push_counter_globals(&mut g);
+                push_counter_globals(&mut g, tracked_mem.is_some());
                 module.section(&g);
                 global_done = true;
             }
@@ -436,6 +665,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     &persistent_globals,
                     mem_type.is_some(),
                     has_table,
+                    dirty_map,
                 );
                 module.section(&e);
                 export_done = true;
@@ -480,6 +710,12 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                         types.ty().function([], results);
                     }
                 }
+                if let Some(mem) = tracked_mem {
+                    // The range-marking helper, [dst, n] -> [], last of all types.
+                    mark_type = types.len();
+                    let addr = if mem == MemType::Wasm64 { ValType::I64 } else { ValType::I32 };
+                    types.ty().function([addr, addr], []);
+                }
                 module.section(&types);
             }
             Payload::ImportSection(reader) => {
@@ -521,6 +757,9 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                 // The helpers' types were appended to the type section: [] -> [], [i64] -> [i64].
                 funcs.function(num_types);
                 funcs.function(num_types + 1);
+                if tracked_mem.is_some() {
+                    funcs.function(mark_type);
+                }
                 module.section(&funcs);
             }
             Payload::MemorySection(reader) => {
@@ -529,6 +768,16 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     let m = m?;
                     mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
                     mems.memory(re.memory_type(m)?);
+                }
+                if let Some(mem) = tracked_mem {
+                    let pages = (dirty_max_page(mem) + 2).div_ceil(1 << 16);
+                    mems.memory(wasm_encoder::MemoryType {
+                        minimum: pages,
+                        maximum: Some(pages),
+                        memory64: false,
+                        shared: false,
+                        page_size_log2: None,
+                    });
                 }
                 module.section(&mems);
             }
@@ -542,7 +791,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     defined_globals += 1;
                     re.parse_global(&mut globals, g)?;
                 }
-                push_counter_globals(&mut globals);
+                push_counter_globals(&mut globals, tracked_mem.is_some());
                 module.section(&globals);
                 global_done = true;
             }
@@ -568,6 +817,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                     &persistent_globals,
                     mem_type.is_some(),
                     has_table,
+                    dirty_map,
                 );
                 module.section(&exports);
                 export_done = true;
@@ -582,7 +832,13 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
             }
             Payload::CodeSectionEntry(body) => {
                 let ooi_func = re.imported_funcs + re.shift + defined_funcs;
-                let ix = Injected { counter: imported_globals + defined_globals, ooi_func, bulk_func: ooi_func + 1 };
+                let dirty = dirty_map.map(|map| Dirty {
+                    map,
+                    mark_func: ooi_func + 2,
+                    temps: imported_globals + defined_globals + 2,
+                });
+                let ix =
+                    Injected { counter: imported_globals + defined_globals, ooi_func, bulk_func: ooi_func + 1, dirty };
                 let hooks = if profiled {
                     let ty = *func_types.get(code_entry as usize).context("more bodies than functions")?;
                     Some(Hooks {
@@ -606,7 +862,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                         func: BULK_FRAME,
                         block: BlockType::Empty,
                     });
-                    push_helper_bodies(section, ix, bulk_hooks);
+                    push_helper_bodies(section, ix, bulk_hooks, tracked_mem);
                     module.section(&*section);
                 }
             }
@@ -650,6 +906,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
         has_start: start.is_some(),
         persistent_globals,
         custom_sections,
+        tracks_heap: tracked_mem.is_some(),
     })
 }
 
@@ -659,10 +916,23 @@ fn push_profile_imports(imports: &mut wasm_encoder::ImportSection, num_types: u3
     imports.import(PROFILE_MODULE, PROFILE_EXIT, wasm_encoder::EntityType::Function(num_types + 2));
 }
 
-/// The counter (i64, mutable) and the out-of-instructions flag (i32, mutable).
-fn push_counter_globals(g: &mut GlobalSection) {
+/// The counter (i64, mutable) and the out-of-instructions flag (i32, mutable), then, for heap
+/// tracking, its temporaries ([`TEMP_TYPES`]).
+fn push_counter_globals(g: &mut GlobalSection, temps: bool) {
     g.global(GlobalType { val_type: ValType::I64, mutable: true, shared: false }, &ConstExpr::i64_const(0));
     g.global(GlobalType { val_type: ValType::I32, mutable: true, shared: false }, &ConstExpr::i32_const(0));
+    if temps {
+        for ty in TEMP_TYPES {
+            let init = match ty {
+                ValType::I32 => ConstExpr::i32_const(0),
+                ValType::I64 => ConstExpr::i64_const(0),
+                ValType::F32 => ConstExpr::f32_const(0.0f32.into()),
+                ValType::F64 => ConstExpr::f64_const(0.0f64.into()),
+                _ => ConstExpr::v128_const(0),
+            };
+            g.global(GlobalType { val_type: ty, mutable: true, shared: false }, &init);
+        }
+    }
 }
 
 fn push_exports(
@@ -672,7 +942,11 @@ fn push_exports(
     persistent: &[u32],
     memory: bool,
     table: bool,
+    dirty_map: Option<u32>,
 ) {
+    if let Some(m) = dirty_map {
+        e.export(DIRTY_EXPORT, ExportKind::Memory, m);
+    }
     if table {
         e.export(TABLE_EXPORT, ExportKind::Table, 0);
     }
@@ -740,6 +1014,16 @@ fn instrument_body(
                 emit_hook(&mut f, ix, h, h.exit);
             }
         }
+        if let Some(d) = ix.dirty {
+            if let Some(value) = store_value_type(&op) {
+                emit_store_mark(&mut f, d, value, store_offset(&op), mem);
+            } else if matches!(op, Operator::MemoryFill { mem: 0 }) {
+                emit_bulk_mark(&mut f, d, ValType::I32, mem);
+            } else if matches!(op, Operator::MemoryCopy { dst_mem: 0, .. }) {
+                let addr = if mem == MemType::Wasm64 { ValType::I64 } else { ValType::I32 };
+                emit_bulk_mark(&mut f, d, addr, mem);
+            }
+        }
         f.instruction(&re.instruction(op)?);
     }
     code.function(&f);
@@ -754,7 +1038,7 @@ fn emit_hook(f: &mut Function, ix: Injected, h: Hooks, hook: u32) {
 }
 
 /// The out-of-instructions handler (sets the flag, traps) and the bulk-charge helper.
-fn push_helper_bodies(code: &mut CodeSection, ix: Injected, hooks: Option<Hooks>) {
+fn push_helper_bodies(code: &mut CodeSection, ix: Injected, hooks: Option<Hooks>, tracked: Option<MemType>) {
     let flag = ix.counter + 1;
     let mut ooi = Function::new([]);
     ooi.instruction(&Instruction::I32Const(1));
@@ -785,6 +1069,60 @@ fn push_helper_bodies(code: &mut CodeSection, ix: Injected, hooks: Option<Hooks>
     bulk.instruction(&Instruction::LocalGet(0));
     bulk.instruction(&Instruction::End);
     code.function(&bulk);
+
+    if let (Some(mem), Some(d)) = (tracked, ix.dirty) {
+        code.function(&mark_range_body(mem, d));
+    }
+}
+
+/// The range-marking helper `(dst, n)`: sets the byte map's entries of the pages of
+/// `dst .. dst + n` (none if `n` is 0), clamped to the map's last page (a range past the heap
+/// traps in the operation that follows anyway).
+fn mark_range_body(mem: MemType, d: Dirty) -> Function {
+    use Instruction as I;
+    let max = dirty_max_page(mem);
+    let wide = mem == MemType::Wasm64;
+    let ty = if wide { ValType::I64 } else { ValType::I32 };
+    // Params 0 (dst) and 1 (n); locals 2 (page), 3 (last page).
+    let mut f = Function::new([(2, ty)]);
+    let c = |v: u64| if wide { I::I64Const(v as i64) } else { I::I32Const(v as u32 as i32) };
+    let (eqz, shr, add, sub, lt, gt, le) = if wide {
+        (I::I64Eqz, I::I64ShrU, I::I64Add, I::I64Sub, I::I64LtU, I::I64GtU, I::I64LeU)
+    } else {
+        (I::I32Eqz, I::I32ShrU, I::I32Add, I::I32Sub, I::I32LtU, I::I32GtU, I::I32LeU)
+    };
+    for i in [I::LocalGet(1), eqz, I::If(BlockType::Empty), I::Return, I::End] {
+        f.instruction(&i);
+    }
+    for i in [I::LocalGet(0), c(u64::from(DIRTY_PAGE_SHIFT)), shr.clone(), I::LocalSet(2)] {
+        f.instruction(&i);
+    }
+    for i in
+        [I::LocalGet(0), I::LocalGet(1), add.clone(), c(1), sub, c(u64::from(DIRTY_PAGE_SHIFT)), shr, I::LocalSet(3)]
+    {
+        f.instruction(&i);
+    }
+    // dst + n - 1 wrapped around: up to the map's last page. Past the map: clamp.
+    for i in [I::LocalGet(3), I::LocalGet(2), lt, I::If(BlockType::Empty), c(max), I::LocalSet(3), I::End] {
+        f.instruction(&i);
+    }
+    for i in [I::LocalGet(3), c(max), gt.clone(), I::If(BlockType::Empty), c(max), I::LocalSet(3), I::End] {
+        f.instruction(&i);
+    }
+    for i in [I::LocalGet(2), c(max), gt, I::If(BlockType::Empty), I::Return, I::End] {
+        f.instruction(&i);
+    }
+    f.instruction(&I::Loop(BlockType::Empty));
+    f.instruction(&I::LocalGet(2));
+    if wide {
+        f.instruction(&I::I32WrapI64);
+    }
+    f.instruction(&I::I32Const(1));
+    f.instruction(&I::I32Store8(map_memarg(d.map)));
+    for i in [I::LocalGet(2), c(1), add, I::LocalTee(2), I::LocalGet(3), le, I::BrIf(0), I::End, I::End] {
+        f.instruction(&i);
+    }
+    f
 }
 
 /// The exports of a module whose kind is a function, by name (for discovering methods).
