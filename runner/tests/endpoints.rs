@@ -29,7 +29,8 @@ use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;
 use stablebench_canister::{Batch, Cost, Deleted, Error, IndexProgress};
 use stablebench_grid::users_orders::Sizes;
-use stablebench_runner::canister::{default_controller, Canister, Limits, Options};
+use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Outcome};
+use stablebench_runner::replica::TRANSMISSION_FACTOR;
 
 /// Calls measured per endpoint.
 const CALLS: usize = 5;
@@ -44,6 +45,10 @@ struct Cell {
     instructions: u64,
     /// The median instructions of its floor, if it has one.
     floor: Option<u64>,
+    /// The median size of the endpoint's reply: each byte costs the replica's transmission fee
+    /// (`TRANSMISSION_FACTOR`, 50 instructions) in `msg_reply_data_append`.
+    #[serde(default)]
+    reply_bytes: u64,
 }
 
 /// The results file: per size (`1x`, `10x`), per endpoint call.
@@ -70,21 +75,33 @@ const ROWS: [(&str, &str); 11] = [
     ("pragma_profile()", "—"),
 ];
 
-fn median(mut v: Vec<u64>) -> u64 {
+fn median(v: &[Msg], f: impl Fn(&Msg) -> u64) -> u64 {
+    let mut v: Vec<u64> = v.iter().map(f).collect();
     v.sort_unstable();
     v[v.len() / 2]
 }
 
-fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8]) -> (R, u64) {
-    let out = c.update(method, arg, default_controller());
-    let n = out.instructions;
-    (decode(out, method), n)
+/// What one message cost: its instructions and the size of its reply.
+#[derive(Clone, Copy, Debug)]
+struct Msg {
+    instructions: u64,
+    reply_bytes: u64,
 }
 
-fn query<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal) -> (R, u64) {
+fn msg(out: &Outcome) -> Msg {
+    Msg { instructions: out.instructions, reply_bytes: out.result.as_ref().map_or(0, |r| r.len() as u64) }
+}
+
+fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8]) -> (R, Msg) {
+    let out = c.update(method, arg, default_controller());
+    let m = msg(&out);
+    (decode(out, method), m)
+}
+
+fn query<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8], caller: Principal) -> (R, Msg) {
     let out = c.query(method, arg, caller);
-    let n = out.instructions;
-    (decode(out, method), n)
+    let m = msg(&out);
+    (decode(out, method), m)
 }
 
 /// `method(offset, count)` in budgeted calls until the table holds `total` rows.
@@ -118,7 +135,7 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
             query(c, "stats", &unit(), Principal::anonymous());
         s.unwrap().users
     };
-    let mut endpoint: Vec<Vec<u64>> = vec![Vec::new(); ROWS.len()];
+    let mut endpoint: Vec<Vec<Msg>> = vec![Vec::new(); ROWS.len()];
     let (mut users, mut orders) = (sizes.users, sizes.orders);
     for _ in 0..CALLS {
         let (b, n): (Result<Batch, Error>, _) =
@@ -181,13 +198,13 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
     // The floors, on the same database under the benchmark wasm.
     let up = c.upgrade(bench_code(), &unit());
     assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
-    let floor_update = |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, u64) { update(c, method, &arg) };
+    let floor_update = |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, Msg) { update(c, method, &arg) };
     let floor_query =
-        |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, u64) { query(c, method, &arg, default_controller()) };
+        |c: &mut Canister, method: &str, arg: Vec<u8>| -> (u64, Msg) { query(c, method, &arg, default_controller()) };
     // The floor deletes order `k` for k = last_order - CALLS, then one lower per call.
     let delete_window = |k: u64, users: u64| candid::encode_args((k - 1, k, users)).unwrap();
     let mut floor_deletes = (0..=CALLS as u64).map(|j| last_order - CALLS as u64 - j);
-    let mut floors: Vec<Vec<u64>> = vec![Vec::new(); ROWS.len()];
+    let mut floors: Vec<Vec<Msg>> = vec![Vec::new(); ROWS.len()];
     // Warm-up: the first statement after the upgrade reads the schema and the pages it needs.
     users += 1;
     assert_eq!(floor_update(&mut c, "floor_insert_user", candid::encode_one(users).unwrap()).0, 1);
@@ -223,7 +240,12 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
     ROWS.iter()
         .zip(endpoint.into_iter().zip(floors))
         .map(|((call, _), (e, f))| {
-            (call.to_string(), Cell { instructions: median(e), floor: (!f.is_empty()).then(|| median(f)) })
+            let cell = Cell {
+                instructions: median(&e, |m| m.instructions),
+                floor: (!f.is_empty()).then(|| median(&f, |m| m.instructions)),
+                reply_bytes: median(&e, |m| m.reply_bytes),
+            };
+            (call.to_string(), cell)
         })
         .collect()
 }
@@ -232,8 +254,8 @@ fn table(r: &Results) -> String {
     let cell = |size: &str, call: &str| r.sizes.get(size).and_then(|m| m.get(call));
     let num = stablebench::report::grouped;
     let mut out = String::from(
-        "| call | instructions (1x) | floor (1x) | ratio | instructions (10x) | floor (10x) | ratio | the floor runs |\n\
-         |---|---:|---:|---:|---:|---:|---:|---|\n",
+        "| call | instructions (1x) | floor (1x) | ratio | instructions (10x) | floor (10x) | ratio | reply bytes: their fee | the floor runs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for (call, floor_sql) in ROWS {
         out += &format!("| `{call}` |");
@@ -248,6 +270,10 @@ fn table(r: &Results) -> String {
                 }
                 None => out += " not measured | | |",
             }
+        }
+        match cell("1x", call) {
+            Some(c) => out += &format!(" {} B: {} |", num(c.reply_bytes), num(c.reply_bytes * TRANSMISSION_FACTOR)),
+            None => out += " |",
         }
         out += &format!(" {floor_sql} |\n");
     }
@@ -293,6 +319,7 @@ fn every_endpoint_costs_what_the_committed_results_say() {
             let c = committed.sizes.get(size).and_then(|s| s.get(call));
             let c = c.unwrap_or_else(|| panic!("{size} {call} is not in endpoints_results.yml: regenerate it"));
             let same = close(m.instructions, c.instructions)
+                && m.reply_bytes == c.reply_bytes
                 && match (m.floor, c.floor) {
                     (Some(a), Some(b)) => close(a, b),
                     (a, b) => a == b,
