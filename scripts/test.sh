@@ -46,6 +46,10 @@ done
 
 log "running the workspace tests"
 cargo test --workspace --locked --release
+# The runner's heap tracking, checked after every execution of the end-to-end tests: the whole
+# heap against its committed image (a write the map of written pages missed fails the test).
+STABLEBENCH_RUNNER_CHECK_HEAP=1 cargo test --locked --release -p stablebench-runner \
+  --test canister_e2e --test system_api --test reliability
 # The benchmark canister's interface (feature canbench) against canister/stablebench_bench.did.
 cargo test --locked --release -p stablebench-canister --features canbench did_file
 

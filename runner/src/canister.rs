@@ -508,7 +508,7 @@ impl Canister {
             raw_rand_calls: self.raw_rand_calls,
             committed: None,
         };
-        c.restore(snap);
+        c.fill(snap);
         Ok(c)
     }
 
@@ -990,6 +990,12 @@ impl Canister {
         let (store, instance) = instantiate(&self.code, host).expect("an instantiated module instantiates again");
         self.store = store;
         self.instance = instance;
+        self.fill(snap);
+    }
+
+    /// Gives a fresh instance the snapshot's heap and globals; the snapshot's heap becomes the
+    /// committed image of a tracked heap (no second copy).
+    fn fill(&mut self, snap: Snapshot) {
         if let Some(mem) = self.memory() {
             let have = mem.data_size(&self.store) as u64;
             let want = snap.heap.len() as u64;
@@ -999,7 +1005,12 @@ impl Canister {
             mem.data_mut(&mut self.store)[..snap.heap.len()].copy_from_slice(&snap.heap);
         }
         self.set_globals(snap.globals);
-        self.recommit();
+        if self.code.info.tracks_heap && self.heap_bytes() == snap.heap.len() as u64 {
+            // A fresh instance has written nothing yet: its map of written pages is clear.
+            self.committed = Some(snap.heap);
+        } else {
+            self.recommit();
+        }
     }
 
     /// Saves the canister (module, heap, globals, stable memory, settings) to `dir`, so that a
@@ -1072,7 +1083,7 @@ impl Canister {
             committed: None,
         };
         let globals = state.globals.iter().map(|(g, v)| (*g, v.val())).collect();
-        c.restore(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });
+        c.fill(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });
         Ok(c)
     }
 }
