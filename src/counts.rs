@@ -119,9 +119,10 @@ fn legacy_deleted(conn: &Connection) -> Result<Option<u64>> {
     }
 }
 
-/// Adds `deleted` to the orders deleted, after the transaction that deleted them committed; on a
-/// database no job has counted yet it counts the orders instead (which includes these
-/// deletes). Changes nothing when nothing was deleted.
+/// Adds `deleted` to the orders deleted in `kept`, inside the transaction that deleted them
+/// (the delete job passes its own copy of the count and keeps it once the transaction has
+/// committed); on a database no job has counted yet it counts the orders instead (which
+/// includes these deletes). Changes nothing when nothing was deleted.
 pub fn orders_deleted(conn: &Connection, kept: &mut dyn Kept, deleted: u64) -> Result<()> {
     if deleted == 0 {
         return Ok(());

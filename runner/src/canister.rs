@@ -966,9 +966,10 @@ impl Canister {
         if !checking_heap() {
             return;
         }
-        let heap = self.memory().map(|m| m.data(&self.store).to_vec()).unwrap_or_default();
+        let mem = self.memory();
+        let heap = mem.map_or(&[][..], |m| m.data(&self.store));
         let committed = self.committed.as_deref().unwrap_or_default();
-        if heap.as_slice() != committed {
+        if heap != committed {
             let page = heap
                 .chunks(TRACKED_PAGE)
                 .zip(committed.chunks(TRACKED_PAGE))

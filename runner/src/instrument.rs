@@ -87,7 +87,7 @@ const DIRTY_MAX_PAGE_32: u64 = 1 << (32 - DIRTY_PAGE_SHIFT);
 const DIRTY_MAX_PAGE_64: u64 = 1 << (34 - DIRTY_PAGE_SHIFT);
 
 /// The highest page the byte map holds for `mem`.
-pub fn dirty_max_page(mem: MemType) -> u64 {
+fn dirty_max_page(mem: MemType) -> u64 {
     match mem {
         MemType::Wasm32 => DIRTY_MAX_PAGE_32,
         MemType::Wasm64 => DIRTY_MAX_PAGE_64,
@@ -359,9 +359,9 @@ impl Dirty {
     }
 }
 
-/// The operand type of a store to memory 0, if `op` is one: what the heap-tracking code keeps
-/// aside while it marks the address.
-fn store_value_type(op: &Operator<'_>) -> Option<ValType> {
+/// The operand type and static offset of a store to memory 0, if `op` is one: what the
+/// heap-tracking code keeps aside, and adds to the address, while it marks the page.
+fn store_to_heap(op: &Operator<'_>) -> Option<(ValType, u64)> {
     use Operator::*;
     let (ty, memarg) = match op {
         I32Store { memarg } | I32Store8 { memarg } | I32Store16 { memarg } => (ValType::I32, memarg),
@@ -377,28 +377,15 @@ fn store_value_type(op: &Operator<'_>) -> Option<ValType> {
         | V128Store64Lane { memarg, .. } => (ValType::V128, memarg),
         _ => return None,
     };
-    (memarg.memory == 0).then_some(ty)
+    (memarg.memory == 0).then_some((ty, memarg.offset))
 }
 
-/// The static offset of a store's memarg.
-fn store_offset(op: &Operator<'_>) -> u64 {
-    use Operator::*;
-    match op {
-        I32Store { memarg }
-        | I32Store8 { memarg }
-        | I32Store16 { memarg }
-        | I64Store { memarg }
-        | I64Store8 { memarg }
-        | I64Store16 { memarg }
-        | I64Store32 { memarg }
-        | F32Store { memarg }
-        | F64Store { memarg }
-        | V128Store { memarg }
-        | V128Store8Lane { memarg, .. }
-        | V128Store16Lane { memarg, .. }
-        | V128Store32Lane { memarg, .. }
-        | V128Store64Lane { memarg, .. } => memarg.offset,
-        _ => 0,
+/// The address type of a memory: i64 for a 64-bit one.
+fn addr_type(mem: MemType) -> ValType {
+    if mem == MemType::Wasm64 {
+        ValType::I64
+    } else {
+        ValType::I32
     }
 }
 
@@ -472,7 +459,7 @@ fn emit_store_mark(f: &mut Function, d: Dirty, value: ValType, offset: u64, mem:
 /// of `dst .. dst + n` with the helper and puts the operands back. `x` is the fill value (i32)
 /// or the copy's source (an address).
 fn emit_bulk_mark(f: &mut Function, d: Dirty, x: ValType, mem: MemType) {
-    let addr = if mem == MemType::Wasm64 { ValType::I64 } else { ValType::I32 };
+    let addr = addr_type(mem);
     let (ta, tn) = (d.temp(addr, 0), d.temp(addr, 1));
     let tx = if x == addr { d.temp(x, 2) } else { d.temp(x, 0) };
     f.instruction(&Instruction::GlobalSet(tn));
@@ -713,8 +700,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
                 if let Some(mem) = tracked_mem {
                     // The range-marking helper, [dst, n] -> [], last of all types.
                     mark_type = types.len();
-                    let addr = if mem == MemType::Wasm64 { ValType::I64 } else { ValType::I32 };
-                    types.ty().function([addr, addr], []);
+                    types.ty().function([addr_type(mem), addr_type(mem)], []);
                 }
                 module.section(&types);
             }
@@ -1015,13 +1001,12 @@ fn instrument_body(
             }
         }
         if let Some(d) = ix.dirty {
-            if let Some(value) = store_value_type(&op) {
-                emit_store_mark(&mut f, d, value, store_offset(&op), mem);
+            if let Some((value, offset)) = store_to_heap(&op) {
+                emit_store_mark(&mut f, d, value, offset, mem);
             } else if matches!(op, Operator::MemoryFill { mem: 0 }) {
                 emit_bulk_mark(&mut f, d, ValType::I32, mem);
             } else if matches!(op, Operator::MemoryCopy { dst_mem: 0, .. }) {
-                let addr = if mem == MemType::Wasm64 { ValType::I64 } else { ValType::I32 };
-                emit_bulk_mark(&mut f, d, addr, mem);
+                emit_bulk_mark(&mut f, d, addr_type(mem), mem);
             }
         }
         f.instruction(&re.instruction(op)?);
@@ -1082,7 +1067,7 @@ fn mark_range_body(mem: MemType, d: Dirty) -> Function {
     use Instruction as I;
     let max = dirty_max_page(mem);
     let wide = mem == MemType::Wasm64;
-    let ty = if wide { ValType::I64 } else { ValType::I32 };
+    let ty = addr_type(mem);
     // Params 0 (dst) and 1 (n); locals 2 (page), 3 (last page).
     let mut f = Function::new([(2, ty)]);
     let c = |v: u64| if wide { I::I64Const(v as i64) } else { I::I32Const(v as u32 as i32) };
