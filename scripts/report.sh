@@ -3,7 +3,8 @@
 # heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
 # docs/kv_nodestore.svg, the sysrepo report docs/sysrepo.md with docs/sysrepo.svg, the Chia report
 # docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark
-# wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), docs/vfs.md (ic-rusqlite against
+# wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), docs/scaling.md with docs/scaling.svg (the
+# users/orders steps from 10k to 10M orders), docs/vfs.md (ic-rusqlite against
 # ic-sqlite-vfs), and the
 # README's generated tables (results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
 # sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm
@@ -27,4 +28,4 @@ cargo test --locked --release --test readme >&2
 "$ROOT/scripts/build.sh" production
 "$ROOT/scripts/build.sh" vfs
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"

@@ -9,6 +9,7 @@ use rusqlite::Connection;
 
 use crate::counts;
 use crate::schema::{index_names, CREATE_INDEXES};
+use crate::shadow;
 use crate::tx::Tx;
 use crate::workload::{self, next_offset, Table};
 use crate::{Error, Meter, Result};
@@ -23,7 +24,7 @@ pub const DELETE_WINDOW: u64 = 10_000;
 /// The statement [`delete_orders_of_users`] runs per window: `(after, upto, max_user_id)`.
 pub const DELETE_WINDOW_SQL: &str = "DELETE FROM orders WHERE order_id > ?1 AND order_id <= ?2 AND user_id <= ?3";
 
-pub use stablebench_grid::api::{Batch, Deleted, IndexProgress};
+pub use stablebench_grid::api::{Batch, Deleted, IndexBuild, IndexProgress};
 
 /// Loads users `offset .. offset + count` (ids `offset + 1 ..`), continuing from the rows already
 /// present: rows that exist are skipped, so repeating a call changes nothing. An offset past the
@@ -104,34 +105,52 @@ where
     }
 }
 
-/// The index a `CREATE INDEX IF NOT EXISTS <name> ON ...` statement creates.
+/// The index a `CREATE INDEX IF NOT EXISTS <name> ON <table>(...)` statement creates.
 fn index_name(sql: &str) -> &str {
     sql.split_whitespace().nth(5).unwrap_or(sql)
 }
 
+/// The table of a `CREATE INDEX ... ON <table>(...)` statement.
+fn index_table(sql: &str) -> &str {
+    sql.split(" ON ").nth(1).and_then(|t| t.split('(').next()).map(str::trim).unwrap_or(sql)
+}
+
 /// Creates the missing indexes one statement (one transaction) at a time until `meter` runs
-/// out; call again until `complete`. An index that alone needs more than the budget cannot be
-/// built in one message: that is an [`Error::InstructionLimit`] with nothing changed, and the
-/// remedy is to create the indexes before loading (inserts then maintain them row by row).
+/// out; call again until `complete`. An index that alone needs more than the budget (the
+/// statement is interrupted and rolled back) is built instead through a shadow copy of its
+/// table, window by window over the next calls ([`shadow`]; `building` says how far it got);
+/// the table serves reads and writes throughout. Repeating a call never does anything twice.
 pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, meter: &M) -> Result<IndexProgress> {
     let existing = index_names(conn)?;
-    let mut created = Vec::new();
+    let (mut created, mut building) = (Vec::new(), None);
     for sql in CREATE_INDEXES {
-        let name = index_name(sql);
+        let (name, table) = (index_name(sql), index_table(sql));
         if existing.iter().any(|n| n == name) {
             continue;
         }
         if meter.exhausted() {
             break;
         }
+        if let Some(build) = shadow::build(conn, table)? {
+            let resumed = shadow::resume(conn, &build, meter)?;
+            match resumed.build {
+                None => created.push(name.to_string()),
+                Some(b) => {
+                    building = Some(progress(&b, resumed.copied, shadow::last_rowid(conn, table)?));
+                    break;
+                }
+            }
+            continue;
+        }
         let tx = Tx::begin(conn)?;
         match guarded(&tx, meter, || Ok(tx.execute(sql, ())?)) {
             Ok(_) => tx.commit()?,
-            Err(Error::InstructionLimit { budget, .. }) if created.is_empty() => {
-                return Err(Error::InvalidArgument(format!(
-                    "creating {name} needs more than the budget of {budget} instructions in one message; \
-                     create the indexes before loading the data instead"
-                )))
+            // The whole budget was not enough for the one statement: build it across calls.
+            Err(Error::InstructionLimit { .. }) if created.is_empty() => {
+                drop(tx);
+                let b = shadow::start(conn, table, name, sql)?;
+                building = Some(progress(&b, 0, shadow::last_rowid(conn, table)?));
+                break;
             }
             Err(Error::InstructionLimit { .. }) => break,
             Err(e) => return Err(e),
@@ -143,7 +162,17 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
         .map(|s| index_name(s).to_string())
         .filter(|n| !existing.contains(n) && !created.contains(n))
         .collect();
-    Ok(IndexProgress { complete: remaining.is_empty(), created, remaining, instructions: meter.used() })
+    Ok(IndexProgress { complete: remaining.is_empty(), created, remaining, building, instructions: meter.used() })
+}
+
+fn progress(b: &shadow::Build, copied_rows: u64, last_rowid: u64) -> IndexBuild {
+    IndexBuild {
+        index: b.index.clone(),
+        table: b.table.clone(),
+        copied_up_to: b.copied_up_to as u64,
+        last_rowid: last_rowid.max(b.copied_up_to as u64),
+        copied_rows,
+    }
 }
 
 /// Deletes the orders of users `1 ..= max_user_id` with ids above `from_order_id`, one window of

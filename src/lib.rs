@@ -24,6 +24,7 @@ pub mod pragma;
 pub mod query;
 pub mod report;
 pub mod schema;
+pub mod shadow;
 pub mod sysrepo;
 pub mod tx;
 pub mod workload;

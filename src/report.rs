@@ -13,6 +13,8 @@ pub mod kv;
 #[cfg(feature = "report")]
 pub mod results;
 #[cfg(feature = "report")]
+pub mod scaling;
+#[cfg(feature = "report")]
 pub mod sysrepo;
 #[cfg(feature = "report")]
 pub mod vfs;
@@ -83,6 +85,8 @@ pub fn grid_table() -> String {
     // its tests.
     let (uo, kv): (Vec<_>, Vec<_>) = groups.into_iter().partition(|(_, v)| v[0].workload() == Workload::UsersOrders);
     let (sysrepo, kv): (Vec<_>, Vec<_>) = kv.into_iter().partition(|(_, v)| v[0].workload() == Workload::Sysrepo);
+    // The scaling cells (the nine at other sizes) get a row of their own.
+    let (uo, scaled): (Vec<_>, Vec<_>) = uo.into_iter().partition(|(_, v)| v[0].size == Sizes::REFERENCE.orders);
     if !uo.is_empty() {
         let cells: Vec<&Cell> = uo.iter().flat_map(|(_, v)| v.iter()).collect();
         let backends = uniq(cells.iter().map(|c| format!("`{}`", c.backend.name())).collect());
@@ -95,6 +99,18 @@ pub fn grid_table() -> String {
             grouped(sizes.users),
             grouped(sizes.orders),
             profiles.split(", ").count(),
+            cells.len()
+        );
+    }
+    if !scaled.is_empty() {
+        let cells: Vec<&Cell> = scaled.iter().flat_map(|(_, v)| v.iter()).collect();
+        let backends = uniq(cells.iter().map(|c| format!("`{}`", c.backend.name())).collect());
+        let sizes = uniq(cells.iter().map(|c| format!("{} orders", size_label(c.size))).collect());
+        let profiles = uniq(cells.iter().filter_map(|c| c.profile.map(|p| format!("`{}`", p.name))).collect());
+        let _ = writeln!(
+            t,
+            "| users_orders | the {} steps at other sizes (`<backend>_users_orders_<size>_<step>`; the scaling curves) | {backends} | {sizes} (one user per ten orders) | {profiles} | {} |",
+            scaled.len(),
             cells.len()
         );
     }

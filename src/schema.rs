@@ -60,7 +60,11 @@ pub fn schema_exists(conn: &Connection) -> Result<bool> {
 /// Names of the user-created indexes that exist, sorted.
 pub fn index_names(conn: &Connection) -> Result<Vec<String>> {
     let mut stmt =
-        conn.prepare_cached("SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name")?;
+        // Not those of a shadow copy being built (`shadow`): they are not usable yet.
+        conn.prepare_cached(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL \
+             AND tbl_name NOT LIKE 'stablebench\\_shadow\\_%' ESCAPE '\\' ORDER BY name",
+        )?;
     let names = stmt.query_map((), |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
     Ok(names)
 }

@@ -1,30 +1,17 @@
 //! The maintained row counts against `count(*)` (the model): after any sequence of budgeted
 //! loads, retries, deletes and failed calls, `stats`' counts are exact.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
+mod common;
+use common::Checks;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use rusqlite::Connection;
 use stablebench::workload::{self, count_orders, count_users, Table};
-use stablebench::{counts, jobs, schema, Error, Meter, NoLimit, Result};
-
-/// Runs out after `n` checks.
-#[derive(Clone)]
-struct Checks(Arc<AtomicU32>, u32);
-
-impl Meter for Checks {
-    fn exhausted(&self) -> bool {
-        self.0.fetch_add(1, Ordering::Relaxed) + 1 > self.1
-    }
-    fn budget(&self) -> u64 {
-        u64::from(self.1)
-    }
-}
+use stablebench::{counts, jobs, schema, Error, NoLimit, Result};
 
 fn checks(n: u32) -> Checks {
-    Checks(Default::default(), n)
+    Checks::new(n)
 }
 
 fn db() -> Result<Connection> {

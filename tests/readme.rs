@@ -1,6 +1,6 @@
 //! The README's pragma, benchmark, results, DbWeight and NodeStore tables, docs/results.{md,svg}
 //! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
-//! and docs/chia.{md,svg} are generated from
+//! docs/chia.{md,svg} and docs/scaling.{md,svg} are generated from
 //! what they describe (the code, canbench_results.yml and chia_pages_results.yml);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
 use stablebench::report::results::Results;
-use stablebench::report::{self, chia, kv, sysrepo, vfs, Measured};
+use stablebench::report::{self, chia, kv, scaling, sysrepo, vfs, Measured};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -44,6 +44,8 @@ const SYSREPO_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.md")
 const SYSREPO_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.svg");
 const CHIA_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.md");
 const CHIA_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.svg");
+const SCALING_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scaling.md");
+const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scaling.svg");
 const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/chia_pages_results.yml");
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
@@ -100,6 +102,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             .expect("chia_pages_results.yml parses");
     let chia = chia::generate(&results, &pages, command, &date);
     let vfs = vfs::generate(&results, command, &date);
+    let scaling = scaling::generate(&results, command, &date);
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -112,6 +115,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "sysrepo-summary", &sysrepo.readme);
     let want = splice(&want, "chia-summary", &chia.readme);
     let want = splice(&want, "vfs-summary", &vfs.readme);
+    let want = splice(&want, "scaling-table", &scaling.readme);
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),
@@ -123,6 +127,8 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         (CHIA_MD, &chia.markdown),
         (CHIA_SVG, &chia.svg),
         (VFS_MD, &vfs.markdown),
+        (SCALING_MD, &scaling.markdown),
+        (SCALING_SVG, &scaling.svg),
     ];
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
         std::fs::write(README, &want).unwrap();

@@ -73,8 +73,8 @@ pub fn run(name: &str) -> BenchResult {
             let profile = cell.profile.expect("users/orders cells have a profile");
             // A fresh, empty database with this profile (the query's changes are discarded afterwards).
             db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
-            db::with_conn(|conn| b.setup(conn, Sizes::REFERENCE)).unwrap_or_else(|e| fail(name, "setup", e));
-            measure_users_orders(b)
+            db::with_conn(|conn| b.setup(conn, cell.sizes())).unwrap_or_else(|e| fail(name, "setup", e));
+            measure_users_orders(b, cell.sizes())
         }
         Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(name, &cell, |store| {
             let setup = trie_setup(&cell, store, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
@@ -101,9 +101,8 @@ pub fn run(name: &str) -> BenchResult {
     }
 }
 
-/// The users/orders step `bench` on the open database, which its setup built.
-pub fn measure_users_orders(bench: Bench) -> Measured {
-    let sizes = Sizes::REFERENCE;
+/// The users/orders step `bench` on the open database, which its setup built at `sizes`.
+pub fn measure_users_orders(bench: Bench, sizes: Sizes) -> Measured {
     db::with_conn(|conn| {
         let mut output = None;
         let result = bench_fn(|| output = Some(bench.run(conn, sizes)));

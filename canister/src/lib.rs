@@ -32,7 +32,7 @@ use stablebench::query::{self, Order, Page, QueryLimits, Rows, RowsPage, User};
 use stablebench::schema;
 
 pub use kv::KvBackend;
-pub use stablebench::jobs::{Batch, Deleted, IndexProgress};
+pub use stablebench::jobs::{Batch, Deleted, IndexBuild, IndexProgress};
 
 use limits::{InstructionBudget, MAX_REPLY_BYTES, MAX_UPDATE_BUDGET, MIN_BUDGET, QUERY_BUDGET, UPDATE_BUDGET};
 
@@ -382,7 +382,8 @@ fn add_orders(offset: u64, count: u64, budget: Option<u64>) -> Result<Batch, Err
 
 /// Creates the missing indexes on `users(email)` and `orders(user_id)`, one per transaction,
 /// until the budget is used; call again until `complete`. An index too big for one message is
-/// refused with the remedy (create indexes before loading). Controllers only.
+/// built through a shadow copy of its table instead, window by window over the next calls
+/// (`building` says how far it got); the table serves reads and writes meanwhile. Controllers only.
 #[ic_cdk::update(manual_reply = true)]
 fn create_indexes(budget: Option<u64>) -> Result<IndexProgress, Error> {
     send((|| -> Result<IndexProgress, Error> {

@@ -122,7 +122,7 @@ impl Step {
     fn units(self, cell: &Cell) -> u64 {
         match self {
             Step::Reset => 1,
-            Step::UsersOrders(s) => s.units(Sizes::REFERENCE),
+            Step::UsersOrders(s) => s.units(cell.sizes()),
             Step::KvLoad => cell.size,
         }
     }
@@ -184,7 +184,7 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
         }
         Step::UsersOrders(s) => db::with_conn(|conn| {
             // The step writes orders past the jobs, which keep their count: forget it.
-            let done = s.run(conn, Sizes::REFERENCE, done, meter)?;
+            let done = s.run(conn, cell.sizes(), done, meter)?;
             stablebench::counts::Kept::forget(&mut db::StableKept);
             Ok::<_, stablebench::Error>(done)
         })
@@ -252,6 +252,16 @@ fn bench_cells() -> Vec<BenchCell> {
 fn bench_setup(name: String, budget: Option<u64>) -> Result<SetupProgress, Error> {
     require_controller()?;
     let cell = lookup(&name)?;
+    if matches!(cell.op, Op::UsersOrders(_)) && cell.size > Sizes::REFERENCE.orders {
+        // Refused before the reset, so that the canister's data stays.
+        return Err(Error::InvalidArgument {
+            message: format!(
+                "{name}: users/orders cells run live up to the reference size ({} orders): past it the index \
+                 build of the setup and the 10x inserts each exceed one 40 B update; canbench runs every size",
+                Sizes::REFERENCE.orders
+            ),
+        });
+    }
     let meter = update_budget(budget)?;
     let steps = steps(&cell);
     let mut state = load_state();
@@ -307,7 +317,7 @@ fn ready(name: &str) -> Result<(Cell, State), Error> {
 /// Runs the measured step with the code canbench runs.
 fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
     let measured: Measured = match cell.op {
-        Op::UsersOrders(b) => benches::measure_users_orders(b).inspect(|_| {
+        Op::UsersOrders(b) => benches::measure_users_orders(b, cell.sizes()).inspect(|_| {
             // Outside the measured region: the step wrote orders past the jobs' count.
             stablebench::counts::Kept::forget(&mut db::StableKept);
         }),

@@ -28,9 +28,28 @@ pub struct IndexProgress {
     pub remaining: Vec<String>,
     /// True when all indexes exist.
     pub complete: bool,
+    /// An index too large for one message, being built through a shadow copy of its table
+    /// across calls (none when every missing index fits a message).
+    pub building: Option<IndexBuild>,
     /// Instructions the call had executed when the job finished (the IC performance counter:
     /// decoding the argument included, encoding the reply and the per-message fee not; 0 natively).
     pub instructions: u64,
+}
+
+/// Where the build of an index through a shadow copy of its table stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub struct IndexBuild {
+    /// The index.
+    pub index: String,
+    /// Its table.
+    pub table: String,
+    /// Rows with rowids up to this one are copied (and indexed).
+    pub copied_up_to: u64,
+    /// The table's last rowid when the call ended: the copy is done when it gets there.
+    pub last_rowid: u64,
+    /// Rows this call copied.
+    pub copied_rows: u64,
 }
 
 /// What one call of `delete_orders_of_users` did.

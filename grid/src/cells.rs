@@ -13,7 +13,7 @@
 use crate::chia::{self, Schema};
 use crate::profiles::{self, Profile, PROFILES};
 use crate::sysrepo::{self, Test};
-use crate::users_orders::{Bench, BENCHES};
+use crate::users_orders::{Bench, Sizes, BENCHES, SCALES};
 
 /// A storage backend of the key-value workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -212,7 +212,8 @@ impl Workload {
 pub struct Cell {
     /// What is measured.
     pub op: Op,
-    /// Keys (trie), objects per phase (nodestore), orders (users/orders).
+    /// Keys (trie), objects per phase (nodestore), orders in the database (users/orders; one
+    /// user per ten orders).
     pub size: u64,
     /// Where the data lives.
     pub backend: Backend,
@@ -268,18 +269,39 @@ impl Cell {
         }
     }
 
-    /// The cell of users/orders step `bench` under pragma profile `profile` (SQLite; the step's
-    /// sizes are in its name, so `size` is 0).
+    /// The cell of users/orders step `bench` at the reference size under pragma profile
+    /// `profile` (ic-rusqlite).
     pub const fn users_orders(bench: Bench, profile: Profile) -> Cell {
-        Cell { op: Op::UsersOrders(bench), size: 0, backend: Backend::Sqlite, profile: Some(profile) }
+        Cell::users_orders_at(bench, Sizes::REFERENCE.orders, Backend::Sqlite, profile)
+    }
+
+    /// The cell of users/orders step `bench` on a database of `orders` orders ([`Sizes::at`]).
+    pub const fn users_orders_at(bench: Bench, orders: u64, backend: Backend, profile: Profile) -> Cell {
+        Cell { op: Op::UsersOrders(bench), size: orders, backend, profile: Some(profile) }
+    }
+
+    /// The table sizes of a users/orders cell.
+    pub const fn sizes(&self) -> Sizes {
+        Sizes::at(self.size)
+    }
+
+    /// Whether this is a users/orders cell at the reference size (a published name).
+    const fn is_reference_users_orders(&self) -> bool {
+        matches!(self.op, Op::UsersOrders(_)) && self.size == Sizes::REFERENCE.orders
     }
 
     /// The canbench name (see the module documentation for the pattern).
     pub fn name(&self) -> String {
         let base = match self.op {
-            // The nine keep the names they were published with: their step names carry size and
-            // shape, and start with the backend (`sqlite_`, which another backend replaces).
-            Op::UsersOrders(b) => format!("{}_{}", self.backend.name(), b.name().trim_start_matches("sqlite_")),
+            // At the reference size the nine keep the names they were published with: their step
+            // names carry size and shape, and start with the backend (`sqlite_`, which another
+            // backend replaces). At the other sizes: `<backend>_users_orders_<size>_<step>`.
+            Op::UsersOrders(b) if self.is_reference_users_orders() => {
+                format!("{}_{}", self.backend.name(), b.name().trim_start_matches("sqlite_"))
+            }
+            Op::UsersOrders(b) => {
+                format!("{}_users_orders_{}_{}", self.backend.name(), size_label(self.size), b.step())
+            }
             Op::TrieRead(c) => format!("{}_trie_read_{}_{}", self.backend.name(), size_label(self.size), c.name()),
             Op::TrieWrite(c) => format!("{}_trie_write_{}_{}", self.backend.name(), size_label(self.size), c.name()),
             Op::TrieUpgrade => format!("{}_trie_upgrade_{}", self.backend.name(), size_label(self.size)),
@@ -302,7 +324,10 @@ impl Cell {
     /// The operation's name without backend, size and settings (`trie_read_warm`, `select_join`).
     pub fn op_name(&self) -> String {
         match self.op {
-            Op::UsersOrders(b) => b.name().trim_start_matches("sqlite_").to_string(),
+            Op::UsersOrders(b) if self.is_reference_users_orders() => {
+                b.name().trim_start_matches("sqlite_").to_string()
+            }
+            Op::UsersOrders(b) => b.step().to_string(),
             Op::TrieRead(c) => format!("trie_read_{}", c.name()),
             Op::TrieWrite(c) => format!("trie_write_{}", c.name()),
             Op::TrieUpgrade => "trie_upgrade".to_string(),
@@ -347,8 +372,12 @@ impl Cell {
     }
 }
 
+/// The profile the users/orders scaling cells run under: the recommended one.
+pub const SCALE_PROFILE: Profile = profiles::DEFAULT;
+
 /// Every cell of the grid, in the order canbench runs them: the users/orders steps under every
-/// profile (profile by profile), then the trie workload (backend by backend, size by size), then
+/// profile (profile by profile), then the nine at the other sizes of the scaling curves (size by
+/// size, under [`SCALE_PROFILE`]), then the trie workload (backend by backend, size by size), then
 /// NodeStore, then sysrepo (backend by backend, size by size, the tests in the document's order,
 /// each quirky test followed by its fresh variant), then Chia (schema by schema, size by size,
 /// cache-rich before cache-poor).
@@ -361,6 +390,11 @@ pub fn cells() -> Vec<Cell> {
                 continue;
             }
             out.push(Cell::users_orders(b, p));
+        }
+    }
+    for size in SCALES.into_iter().filter(|s| *s != Sizes::REFERENCE.orders) {
+        for b in BENCHES {
+            out.push(Cell::users_orders_at(b, size, Backend::Sqlite, SCALE_PROFILE));
         }
     }
     for backend in BACKENDS {
@@ -418,7 +452,7 @@ pub fn cells() -> Vec<Cell> {
     // cache budget, then the key-value workloads under the latter (both layouts).
     for p in profiles::VFS_PROFILES {
         for b in BENCHES {
-            out.push(Cell { op: Op::UsersOrders(b), size: 0, backend: Backend::SqliteVfs, profile: Some(p) });
+            out.push(Cell::users_orders_at(b, Sizes::REFERENCE.orders, Backend::SqliteVfs, p));
         }
     }
     for backend in VFS_BACKENDS {
@@ -472,6 +506,7 @@ mod tests {
                 .iter()
                 .filter(|n| {
                     n.starts_with("sqlite_")
+                        && !n.contains("_users_orders_")
                         && !n.contains("_trie_")
                         && !n.contains("_nodestore_")
                         && !n.contains("_sysrepo_")
@@ -480,6 +515,22 @@ mod tests {
                 })
                 .count(),
             188
+        );
+    }
+
+    #[test]
+    fn the_scaling_cells_run_the_nine_at_every_other_size_under_the_recommended_profile() {
+        let scaled: Vec<Cell> = cells().into_iter().filter(|c| c.name().contains("_users_orders_")).collect();
+        assert_eq!(scaled.len(), 9 * (SCALES.len() - 1));
+        assert!(scaled.iter().all(|c| c.profile == Some(SCALE_PROFILE) && c.size != Sizes::REFERENCE.orders));
+        let names: Vec<String> = scaled.iter().map(Cell::name).collect();
+        assert!(names.contains(&"sqlite_users_orders_10m_insert_orders_indexed_journal_memory_temp_file".to_string()));
+        assert!(names.contains(&"sqlite_users_orders_10k_select_like_journal_memory_temp_file".to_string()));
+        let reference = Cell::users_orders(Bench::SelectLike, SCALE_PROFILE);
+        assert_eq!(reference.sizes(), Sizes { users: 100_000, orders: 1_000_000 });
+        assert_eq!(
+            Cell::users_orders_at(Bench::SelectLike, 10_000_000, Backend::Sqlite, SCALE_PROFILE).sizes().users,
+            1_000_000
         );
     }
 

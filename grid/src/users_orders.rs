@@ -14,7 +14,13 @@ pub struct Sizes {
 
 impl Sizes {
     /// The reference run: 100,000 users and 1,000,000 orders.
-    pub const REFERENCE: Sizes = Sizes { users: 100_000, orders: 1_000_000 };
+    pub const REFERENCE: Sizes = Sizes::at(1_000_000);
+
+    /// A database of `orders` orders and one user per ten orders, the reference's ratio (the
+    /// sizes of the scaling curves, [`SCALES`]).
+    pub const fn at(orders: u64) -> Sizes {
+        Sizes { users: orders / 10, orders }
+    }
 
     /// Orders added on top of a full, indexed table by the "100 extra orders" benchmark.
     pub const EXTRA_ORDERS: u64 = 100;
@@ -34,6 +40,16 @@ impl Sizes {
         self.orders / 10 * 9
     }
 }
+
+/// The database sizes (orders) the nine steps run at for the scaling curves, under the
+/// recommended profile only: a hundredth of the reference to ten times it. The reference size's
+/// cells are the published ones; the others are named `sqlite_users_orders_<size>_<step>_<profile>`.
+pub const SCALES: [u64; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
+
+/// The size the curves are projected to and not run: 100 M orders is about 12 GiB of database,
+/// and every one of the nine cells would build it in its setup (about 3 T instructions, some ten
+/// minutes of the offline runner each), which no CI run can afford.
+pub const PROJECTED_SCALE: u64 = 100_000_000;
 
 /// One benchmark of the reference workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +100,21 @@ impl Bench {
             Bench::DeleteOrders1kIndexed => "sqlite_delete_orders_1k_indexed",
             Bench::InsertOrders1mIndexed => "sqlite_insert_orders_1m_indexed",
             Bench::DeleteOrders100kRollback => "sqlite_delete_orders_100k_rollback",
+        }
+    }
+
+    /// The step without its sizes, as the scaling cells name it (`insert_orders_indexed`).
+    pub fn step(self) -> &'static str {
+        match self {
+            Bench::InsertUsers => "insert_users",
+            Bench::InsertOrders => "insert_orders",
+            Bench::CreateIndexes => "create_indexes",
+            Bench::SelectJoin => "select_join",
+            Bench::SelectLike => "select_like",
+            Bench::InsertOrders100Indexed => "insert_100_orders_indexed",
+            Bench::DeleteOrders1kIndexed => "delete_orders_indexed",
+            Bench::InsertOrders1mIndexed => "insert_orders_indexed",
+            Bench::DeleteOrders100kRollback => "delete_orders_rollback",
         }
     }
 

@@ -322,3 +322,63 @@ fn every_key_value_backend_keeps_its_values_across_upgrades_and_refuses_bad_call
         update(&mut c, "kv_load", &candid::encode_args((KvBackend::Sqlite, 150u64, 0u64, 10u64, None::<u64>)).unwrap());
     assert!(matches!(bad, Err(Error::InvalidArgument { .. })), "{bad:?}");
 }
+
+/// The writes a user makes between two `create_indexes` calls, the `round`-th: 100 more orders
+/// and the orders of the first `round` users deleted.
+fn writes_between_calls(c: &mut Canister, round: u64) {
+    let next = count(c, "SELECT seq FROM sqlite_sequence WHERE name = 'orders'") as u64;
+    let b = batch(c, "add_orders", next, 100);
+    assert!(b.complete);
+    let d: Deleted = update::<Result<Deleted, Error>>(c, "delete_orders", &candid::encode_one(round).unwrap())
+        .expect("delete_orders");
+    assert!(d.complete);
+}
+
+/// What a user can read of the orders: their count, and sums over their columns.
+fn orders_digest(c: &mut Canister) -> Vec<Vec<Value>> {
+    sql(c, "SELECT count(*), sum(order_id), sum(user_id), sum(amount) FROM orders").unwrap().rows
+}
+
+#[test]
+fn an_index_too_large_for_the_budget_is_built_across_calls_while_writes_and_upgrades_go_on() {
+    let (mut c, mut model) = (install(Limits::PRODUCTION), install(Limits::PRODUCTION));
+    for c in [&mut c, &mut model] {
+        load(c, 10_000, 100_000);
+    }
+    // The smallest budget the canister takes: neither index fits it (the users' is a parent
+    // table, the orders' a child), so both are built through shadow tables.
+    let budget = candid::encode_one(Some(10_000_000u64)).unwrap();
+    let (mut round, mut tables) = (0u64, std::collections::BTreeSet::new());
+    loop {
+        let p: IndexProgress = update::<Result<IndexProgress, Error>>(&mut c, "create_indexes", &budget).unwrap();
+        if let Some(b) = &p.building {
+            tables.insert(b.table.clone());
+            assert!(!stats(&mut c).indexes.contains(&b.index), "{} is listed before it is whole", b.index);
+        }
+        if p.complete {
+            break;
+        }
+        round += 1;
+        assert!(round < 2_000, "no end in sight: {p:?}");
+        if round % 10 == 0 {
+            writes_between_calls(&mut c, round / 10);
+            writes_between_calls(&mut model, round / 10);
+        }
+        if round % 50 == 0 {
+            assert!(c.upgrade(code(), &unit()).result.is_ok());
+        }
+    }
+    assert_eq!(tables.into_iter().collect::<Vec<_>>(), ["orders", "users"]);
+    assert!(create_indexes(&mut model).complete);
+    assert_eq!(orders_digest(&mut c), orders_digest(&mut model));
+    let (s, m) = (stats(&mut c), stats(&mut model));
+    assert_eq!((s.users, s.orders, &s.indexes), (m.users, m.orders, &m.indexes));
+    assert_eq!(s.orders, count(&mut c, "SELECT count(*) FROM orders") as u64);
+    assert!(integrity_ok(&mut c));
+    let plan = sql(&mut c, "EXPLAIN QUERY PLAN SELECT * FROM orders WHERE user_id = 5").unwrap();
+    assert!(format!("{:?}", plan.rows).contains("idx_orders_user_id"), "{plan:?}");
+    assert_eq!(count(&mut c, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'stablebench_shadow%'"), 0);
+    // Foreign keys hold after the users' table was swapped.
+    assert_eq!(count(&mut c, "SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    assert!(sql(&mut c, "SELECT * FROM pragma_foreign_keys").unwrap().rows == vec![vec![Value::Integer(1)]]);
+}

@@ -127,6 +127,12 @@ fn the_api_refuses_what_it_cannot_do_and_lists_the_grid() {
     live::setup(&mut target, name, None).unwrap();
     let e = live::run(&mut target, name, false).unwrap_err().to_string();
     assert!(e.contains("InvalidArgument") && e.contains("at 1000 items only"), "{e}");
+    // A users/orders cell past the reference size: its setup's index build and its inserts each
+    // exceed one update; refused before anything is reset.
+    let e = live::setup(&mut target, "sqlite_users_orders_10m_select_join_journal_memory_temp_file", None)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("InvalidArgument") && e.contains("up to the reference size"), "{e}");
     // A repeatable one runs again, and survives an upgrade (the setup is kept in stable memory).
     let name = "heap_btreemap_trie_read_1k_warm";
     live::setup(&mut target, name, None).unwrap();

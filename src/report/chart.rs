@@ -117,7 +117,8 @@ fn legend(strip: &Area, mark: Mark, backends: &[Backend]) -> Drawn {
 fn legend_keys(strip: &Area, mark: Mark, keys: &[(RGBColor, &str)]) -> Drawn {
     let (w, h) = strip.dim_in_pixel();
     let style = TextStyle::from(("sans-serif", 15).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-    let slot = 190;
+    // Wide enough for the longest name (about 8 px a character at 15 px).
+    let slot = keys.iter().map(|(_, name)| 44 + 8 * name.len() as i32).max().unwrap_or(0).max(190);
     let mut x = (w as i32 - slot * keys.len() as i32) / 2;
     let y = h as i32 / 2;
     for &(c, name) in keys {
@@ -151,16 +152,19 @@ fn line_panel(
 /// A coloured line's points: x, and the value where it was measured.
 type Line = (RGBColor, Vec<(f64, Option<f64>)>);
 
-/// [`line_panel`] for series that are not backends.
-fn line_panel_keys(
-    panel: &Area,
+/// A chart on a panel with both axes logarithmic.
+type LogLog<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+
+/// A panel's chart with both axes logarithmic, its mesh drawn: 1..9 per decade as key points,
+/// each a faint line, labels on 1-2-5 only.
+fn log_log_chart<'a, 'b>(
+    panel: &'a Area<'b>,
     title: &str,
     x_range: (f64, f64),
+    y_range: (f64, f64),
     x_desc: &str,
     y_desc: &str,
-    series: &[Line],
-) -> Drawn {
-    let y_range = log_range(series.iter().flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y)), (1e3, 1e6));
+) -> Result<LogLog<'a, 'b>, Box<dyn std::error::Error>> {
     let mut chart = ChartBuilder::on(panel)
         .caption(title, ("sans-serif", 18))
         .margin(12)
@@ -171,7 +175,6 @@ fn line_panel_keys(
         .configure_mesh()
         .x_desc(x_desc)
         .y_desc(y_desc)
-        // 1..9 per decade as key points, each a faint line; labels on 1-2-5 only.
         .x_labels(40)
         .y_labels(40)
         .max_light_lines(0)
@@ -181,6 +184,20 @@ fn line_panel_keys(
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 14))
         .draw()?;
+    Ok(chart)
+}
+
+/// [`line_panel`] for series that are not backends.
+fn line_panel_keys(
+    panel: &Area,
+    title: &str,
+    x_range: (f64, f64),
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Line],
+) -> Drawn {
+    let y_range = log_range(series.iter().flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y)), (1e3, 1e6));
+    let mut chart = log_log_chart(panel, title, x_range, y_range, x_desc, y_desc)?;
     if series.iter().all(|(_, p)| p.iter().all(|(_, y)| y.is_none())) {
         not_measured(panel, title)?;
     }
@@ -369,6 +386,111 @@ fn draw_chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2], svg
         }
         root.present()?;
     }
+    Ok(())
+}
+
+/// Ten distinguishable colours (matplotlib's "tab10"), for charts with more series than backends.
+const TEN: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// `docs/scaling.svg`: the nine users/orders steps against orders in the database, both axes
+/// logarithmic, one line per step: instructions per row (left) and of the whole step (right, with
+/// the 5 B query and 40 B update limits as horizontal lines). The projected size is joined to the
+/// last measured one by a dashed line and drawn without a point.
+pub fn scaling(curves: &[super::scaling::Curve]) -> String {
+    let mut svg = String::new();
+    draw_scaling(curves, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+fn draw_scaling(curves: &[super::scaling::Curve], svg: &mut String) -> Drawn {
+    use super::scaling::{projected_per_row, projected_total};
+    use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
+    use stablebench_grid::users_orders::{PROJECTED_SCALE, SCALES};
+    let root = SVGBackend::with_string(svg, (1300, 640)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(
+        "users/orders, recommended profile: instructions against orders in the database (dashed: projected)",
+        ("sans-serif", 20),
+    )?;
+    // The legend in rows of three: the step names are longer than a legend slot of the other charts.
+    let keys: Vec<(RGBColor, &str)> = curves.iter().enumerate().map(|(i, c)| (TEN[i % 10], c.bench.step())).collect();
+    let rows = keys.len().div_ceil(3) as u32;
+    let (strips, panels) = root.split_vertically(28 * rows);
+    for (strip, keys) in strips.split_evenly((rows as usize, 1)).iter().zip(keys.chunks(3)) {
+        legend_keys(strip, Mark::Line, keys)?;
+    }
+    let x_range = (SCALES[0] as f64 / 2.0, PROJECTED_SCALE as f64 * 2.0);
+    let (left, right) = panels.split_horizontally(650);
+    /// A panel: where, its titles, the measured and projected values it draws, its limit lines.
+    struct Side<'a, 'b> {
+        panel: &'a Area<'b>,
+        title: &'static str,
+        y_desc: &'static str,
+        pick: fn(&super::scaling::Curve, usize) -> Option<f64>,
+        project: fn(&super::scaling::Curve) -> Option<f64>,
+        limits: &'static [(u64, &'static str)],
+    }
+    let sides = [
+        Side {
+            panel: &left,
+            title: "per row",
+            y_desc: "instructions per row",
+            pick: |c, i| c.per_row(i),
+            project: projected_per_row,
+            limits: &[],
+        },
+        Side {
+            panel: &right,
+            title: "whole step",
+            y_desc: "instructions",
+            pick: |c, i| c.total(i),
+            project: projected_total,
+            limits: &[(QUERY_INSTRUCTION_LIMIT, "5 B query limit"), (UPDATE_INSTRUCTION_LIMIT, "40 B update limit")],
+        },
+    ];
+    for Side { panel, title, y_desc, pick, project, limits } in sides {
+        let lines: Vec<Line> = curves
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (TEN[k % 10], (0..SCALES.len()).map(|i| (SCALES[i] as f64, pick(c, i))).collect()))
+            .collect();
+        let values = lines
+            .iter()
+            .flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y))
+            .chain(curves.iter().filter_map(project))
+            .chain(limits.iter().map(|(l, _)| *l as f64));
+        let y_range = log_range(values, (1.0, 1e3));
+        let mut chart =
+            log_log_chart(panel, title, x_range, y_range, "orders in the database (users: a tenth)", y_desc)?;
+        for &(limit, name) in limits {
+            let y = limit as f64;
+            chart.draw_series(LineSeries::new([(x_range.0, y), (x_range.1, y)], BLACK.mix(0.6).stroke_width(1)))?;
+            let style = TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Bottom));
+            chart.draw_series([Text::new(name.to_string(), (x_range.0 * 1.2, y * 1.1), style)])?;
+        }
+        for ((c, points), curve) in lines.iter().zip(curves) {
+            for run in runs(points) {
+                chart.draw_series(LineSeries::new(run, c.stroke_width(2)).point_size(4))?;
+            }
+            let last = SCALES.len() - 1;
+            if let (Some(y), Some(p)) = (pick(curve, last), project(curve)) {
+                let segment = [(SCALES[last] as f64, y), (PROJECTED_SCALE as f64, p)];
+                chart.draw_series(DashedLineSeries::new(segment, 6, 4, c.stroke_width(2)))?;
+            }
+        }
+    }
+    root.present()?;
     Ok(())
 }
 

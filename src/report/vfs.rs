@@ -7,7 +7,7 @@ use std::fmt::Write;
 
 use stablebench_grid::cells::{Backend, Cell, Op, BACKENDS, KV_PAGE_16K_PROFILE, TRIE_OPS, VFS_TRIE_SIZES};
 use stablebench_grid::profiles::{self, Profile, DEFAULT, VFS_CACHE_768MIB, VFS_DEFAULT, VFS_PROFILES};
-use stablebench_grid::users_orders::{Bench, BENCHES};
+use stablebench_grid::users_orders::{Bench, Sizes, BENCHES};
 
 use super::kv::{phase_per_op_in, w_avg_per_op_in};
 use super::results::Results;
@@ -33,7 +33,7 @@ const fn rusqlite_twin(b: Backend) -> Backend {
 
 /// Instructions, heap growth and stable growth (wasm pages) of a users/orders step.
 fn total(results: &Results, bench: Bench, backend: Backend, profile: Profile) -> Option<(u64, u64, u64)> {
-    let cell = Cell { op: Op::UsersOrders(bench), size: 0, backend, profile: Some(profile) };
+    let cell = Cell::users_orders_at(bench, Sizes::REFERENCE.orders, backend, profile);
     results.get(&cell).map(|r| (r.total.instructions, r.total.heap_increase, r.total.stable_memory_increase))
 }
 

@@ -32,9 +32,9 @@ pub fn run(name: &str) -> BenchResult {
     store::set_profile(cell.profile.unwrap_or_else(|| fail(name, "lookup", "an ic-sqlite-vfs cell has a profile")));
     let (result, oracle) = match cell.op {
         Op::UsersOrders(b) => {
-            store::write_own_transactions(|conn| b.setup(conn, Sizes::REFERENCE))
+            store::write_own_transactions(|conn| b.setup(conn, cell.sizes()))
                 .unwrap_or_else(|e| fail(name, "setup", e));
-            measure_users_orders(b)
+            measure_users_orders(b, cell.sizes())
         }
         Op::TrieRead(_) | Op::TrieWrite(_) => {
             let mut kv = fresh_store(name, &cell);
@@ -59,9 +59,8 @@ fn fresh_store(name: &str, cell: &Cell) -> VfsKv {
     VfsKv::create(layout).unwrap_or_else(|e| fail(name, "create", e))
 }
 
-/// The users/orders step `bench` on the database its setup built, checked afterwards.
-fn measure_users_orders(bench: Bench) -> Measured {
-    let sizes = Sizes::REFERENCE;
+/// The users/orders step `bench` on the database its setup built at `sizes`, checked afterwards.
+fn measure_users_orders(bench: Bench, sizes: Sizes) -> Measured {
     let mut output = None;
     let result = bench_fn(|| output = Some(store::write_own_transactions(|conn| bench.run(conn, sizes))));
     let output = output.expect("bench_fn ran the step").map_err(|e| e.to_string())?;

@@ -1,0 +1,367 @@
+//! The scaling curves of the users/orders workload: the nine steps under the recommended profile
+//! on databases of [`SCALES`] orders (one user per ten orders), read from the grid's cells (the
+//! reference size's cells are the published ones), to `docs/scaling.md`, its chart
+//! `docs/scaling.svg` and the README's "How it scales" table. The 100 M-order column is a
+//! projection ([`projected_per_row`]), labelled as such everywhere it appears.
+
+use std::fmt::Write;
+
+use stablebench_grid::cells::{size_label, Backend, Cell, SCALE_PROFILE};
+use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
+use stablebench_grid::users_orders::{PROJECTED_SCALE, SCALES};
+
+use super::results::{Measurement, Results};
+use super::{chart, grouped, human, mib};
+use crate::bench::{Bench, Sizes, BENCHES};
+
+/// Rows the measured step handles on a database of `sizes`, the unit of "per row": rows
+/// inserted, index entries built (both indexes), rows returned, orders deleted (and, for the
+/// rolled-back delete, restored). The generator gives order `i` to user `(i + 1) * 13 mod users
+/// plus one`, so every user owns exactly ten orders when users is a tenth of orders and prime to
+/// 13, and the counts are closed forms (checked against the oracle in the tests).
+pub fn rows(b: Bench, s: Sizes) -> u64 {
+    match b {
+        Bench::InsertUsers => s.users,
+        Bench::InsertOrders | Bench::InsertOrders1mIndexed => s.orders,
+        Bench::CreateIndexes => s.users + s.orders,
+        // The join takes users below the bound, the LIKE every user.
+        Bench::SelectJoin => s.orders / s.users * s.join_max_user_id().saturating_sub(1),
+        Bench::SelectLike => s.users,
+        Bench::InsertOrders100Indexed => Sizes::EXTRA_ORDERS,
+        Bench::DeleteOrders1kIndexed => s.orders / s.users * s.delete_max_user_id(),
+        Bench::DeleteOrders100kRollback => s.orders - s.rollback_min_order_id(),
+    }
+}
+
+/// The cell of step `b` at `orders` orders on the curve.
+pub fn cell(b: Bench, orders: u64) -> Cell {
+    Cell::users_orders_at(b, orders, Backend::Sqlite, SCALE_PROFILE)
+}
+
+/// One step's curve: its measurement at every size of [`SCALES`] (None: not measured yet).
+#[derive(Clone, Debug)]
+pub struct Curve {
+    /// The step.
+    pub bench: Bench,
+    /// Per size of [`SCALES`], the measured step's totals.
+    pub points: Vec<Option<Measurement>>,
+}
+
+impl Curve {
+    /// The step's curve from the results.
+    pub fn of(results: &Results, bench: Bench) -> Curve {
+        Curve { bench, points: SCALES.iter().map(|&n| results.get(&cell(bench, n)).map(|r| r.total)).collect() }
+    }
+
+    /// Instructions per row at size `i` of [`SCALES`].
+    pub fn per_row(&self, i: usize) -> Option<f64> {
+        let rows = rows(self.bench, Sizes::at(SCALES[i])).max(1);
+        self.points[i].map(|m| m.instructions as f64 / rows as f64)
+    }
+
+    /// Instructions of the whole step at size `i` of [`SCALES`].
+    pub fn total(&self, i: usize) -> Option<f64> {
+        self.points[i].map(|m| m.instructions as f64)
+    }
+}
+
+/// The projected instructions per row at [`PROJECTED_SCALE`]: the largest measured size's cost
+/// per row, grown by the factor it grew over the decade before it (the curve's last slope on a
+/// log scale, carried one decade further). A projection, not a measurement: past 10 M orders the
+/// database (over 1 GiB) is several times the page cache's bound, which the last decade already
+/// shows in part.
+pub fn projected_per_row(curve: &Curve) -> Option<f64> {
+    let last = SCALES.len() - 1;
+    let (hi, lo) = (curve.per_row(last)?, curve.per_row(last - 1)?);
+    let decades = (PROJECTED_SCALE as f64 / SCALES[last] as f64).log10()
+        / (SCALES[last] as f64 / SCALES[last - 1] as f64).log10();
+    Some(hi * (hi / lo).powf(decades))
+}
+
+/// The projected instructions of the whole step at [`PROJECTED_SCALE`].
+pub fn projected_total(curve: &Curve) -> Option<f64> {
+    Some(projected_per_row(curve)? * rows(curve.bench, Sizes::at(PROJECTED_SCALE)) as f64)
+}
+
+/// Where the step stops fitting `limit` instructions.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Fit {
+    /// It exceeds the limit at every size measured.
+    Never,
+    /// It crosses the limit at about this many orders, interpolated between two measured sizes.
+    Measured(f64),
+    /// It crosses between the largest measured size and the projection, at about this many.
+    Projected(f64),
+    /// It still fits at the projected size.
+    Beyond,
+}
+
+/// Where `curve` crosses `limit` (log-log interpolation between the sizes around the crossing).
+pub fn fit(curve: &Curve, limit: u64) -> Fit {
+    let limit = limit as f64;
+    let mut points: Vec<(f64, f64, bool)> =
+        (0..SCALES.len()).filter_map(|i| Some((SCALES[i] as f64, curve.total(i)?, false))).collect();
+    if let Some(t) = projected_total(curve) {
+        points.push((PROJECTED_SCALE as f64, t, true));
+    }
+    let Some(first) = points.first() else { return Fit::Beyond };
+    if first.1 > limit {
+        return Fit::Never;
+    }
+    for w in points.windows(2) {
+        let ((n0, t0, _), (n1, t1, projected)) = (w[0], w[1]);
+        if t1 > limit {
+            let n = n0 * (n1 / n0).powf((limit / t0).ln() / (t1 / t0).ln());
+            return if projected { Fit::Projected(n) } else { Fit::Measured(n) };
+        }
+    }
+    Fit::Beyond
+}
+
+/// `~27 M orders`, `~270 M orders (projected)`, `no size measured`, `beyond 100 M (projected)`.
+fn fit_text(f: Fit) -> String {
+    let orders = |n: f64| {
+        // Two significant digits: the interpolation is not more precise than that.
+        let magnitude = 10f64.powf(n.log10().floor() - 1.0);
+        let rounded = ((n / magnitude).round() * magnitude) as u64;
+        format!("~{}", order_label(rounded))
+    };
+    match f {
+        Fit::Never => format!("not at {} orders", order_label(SCALES[0])),
+        Fit::Measured(n) => format!("{} orders", orders(n)),
+        Fit::Projected(n) => format!("{} orders (projected)", orders(n)),
+        Fit::Beyond => format!("beyond {} orders (projected)", order_label(PROJECTED_SCALE)),
+    }
+}
+
+/// `10k`, `2.7M`, `100M`: orders as the tables show them.
+fn order_label(n: u64) -> String {
+    match n {
+        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
+        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
+        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
+        n => grouped(n),
+    }
+}
+
+/// Instructions per row, as a table cell: `1,234` or `12.3` below 100.
+fn per_row_text(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v < 100.0 => format!("{v:.1}"),
+        Some(v) => grouped(v.round() as u64),
+    }
+}
+
+/// The generated documents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// `docs/scaling.md`.
+    pub markdown: String,
+    /// `docs/scaling.svg`.
+    pub svg: String,
+    /// The README's table (between `<!-- scaling-table:begin/end -->`).
+    pub readme: String,
+}
+
+/// The cell names of one step across the sizes, for the tables' first column.
+fn step_title(b: Bench) -> String {
+    format!("`{}`", b.step())
+}
+
+/// The per-row table: one row per step, a column per size, the projection last, then where the
+/// step stops fitting a query and an update.
+fn per_row_table(curves: &[Curve]) -> String {
+    let mut t = String::from("| step | rows at 10M |");
+    for n in SCALES {
+        let _ = write!(t, " {} |", order_label(n));
+    }
+    let _ = writeln!(
+        t,
+        " {} (projected) | whole step at {} | fits a 5 B query up to | fits a 40 B update up to |",
+        order_label(PROJECTED_SCALE),
+        order_label(SCALES[SCALES.len() - 1])
+    );
+    t += &format!("|---|---:|{}---:|---:|---|---|\n", "---:|".repeat(SCALES.len()));
+    for c in curves {
+        let _ =
+            write!(t, "| {} | {} |", step_title(c.bench), grouped(rows(c.bench, Sizes::at(SCALES[SCALES.len() - 1]))));
+        for i in 0..SCALES.len() {
+            let _ = write!(t, " {} |", per_row_text(c.per_row(i)));
+        }
+        let last = c.points[SCALES.len() - 1].map(|m| human(m.instructions)).unwrap_or_else(|| "-".into());
+        let _ = writeln!(
+            t,
+            " {} | {last} | {} | {} |",
+            per_row_text(projected_per_row(c)),
+            fit_text(fit(c, QUERY_INSTRUCTION_LIMIT)),
+            fit_text(fit(c, UPDATE_INSTRUCTION_LIMIT))
+        );
+    }
+    t
+}
+
+/// Heap and stable-memory growth of each step, MiB, per size.
+fn memory_table(curves: &[Curve]) -> String {
+    let mut t = String::from("| step |");
+    for n in SCALES {
+        let _ = write!(t, " heap, {} |", order_label(n));
+    }
+    for n in SCALES {
+        let _ = write!(t, " stable, {} |", order_label(n));
+    }
+    t += &format!("\n|---|{}\n", "---:|".repeat(2 * SCALES.len()));
+    for c in curves {
+        let _ = write!(t, "| {} |", step_title(c.bench));
+        for pick in [|m: Measurement| m.heap_increase, |m: Measurement| m.stable_memory_increase] {
+            for p in &c.points {
+                let _ = write!(t, " {} |", p.map(|m| mib(pick(m))).unwrap_or_else(|| "-".into()));
+            }
+        }
+        t += "\n";
+    }
+    t
+}
+
+/// The scaling report from the results, produced by `command` on `date`.
+pub fn generate(results: &Results, command: &str, date: &str) -> Report {
+    let curves: Vec<Curve> = BENCHES.iter().map(|&b| Curve::of(results, b)).collect();
+    let per_row = per_row_table(&curves);
+    let sizes: Vec<String> = SCALES
+        .iter()
+        .map(|&n| {
+            let s = Sizes::at(n);
+            format!("{} orders and {} users", grouped(s.orders), grouped(s.users))
+        })
+        .collect();
+    let names: Vec<String> = SCALES
+        .iter()
+        .map(|&n| match n == Sizes::REFERENCE.orders {
+            true => "the published names (`sqlite_insert_users_100k_<profile>`, ...)".to_string(),
+            false => format!("`sqlite_users_orders_{}_<step>_{}`", size_label(n), SCALE_PROFILE.name),
+        })
+        .collect();
+    let mut md = String::new();
+    let _ = writeln!(md, "# How the users/orders steps scale\n");
+    let _ = writeln!(
+        md,
+        "Generated by `scripts/report.sh` from `canbench_results.yml` (`{command}` with the offline runner, on \
+         {date}). The nine steps of the reference workload, under the recommended profile \
+         (`{}`), each on a database built by its own setup at {}: one user per ten orders, the \
+         reference's ratio, and the statements' bounds scaled with it (the join takes users below a \
+         hundredth of them, the delete the orders of the first thousandth, the rolled-back delete \
+         the last tenth of the orders). Instructions are canbench's, of the measured step only; heap \
+         and stable memory are the step's growth.\n",
+        SCALE_PROFILE.name,
+        sizes.join(", ")
+    );
+    let _ = writeln!(md, "Cells per size:\n");
+    for (n, name) in SCALES.iter().zip(&names) {
+        let _ = writeln!(md, "- {} orders: {name}", order_label(*n));
+    }
+    let _ = writeln!(
+        md,
+        "\n![instructions per row and per step against orders](scaling.svg)\n\n\
+         ## Instructions per row\n\n\
+         A row is what the step handles: a row inserted, an index entry built (both indexes), a row \
+         returned, an order deleted. The {} column is a **projection**, not a measurement: the \
+         {} cost per row grown by the factor it grew from {} to {}. \"Fits ... up to\" interpolates \
+         the whole step's instructions between the measured sizes on a log scale (and between {} and \
+         the projection when it is marked so).\n\n{per_row}",
+        order_label(PROJECTED_SCALE),
+        order_label(SCALES[SCALES.len() - 1]),
+        order_label(SCALES[SCALES.len() - 2]),
+        order_label(SCALES[SCALES.len() - 1]),
+        order_label(SCALES[SCALES.len() - 1]),
+    );
+    let _ = writeln!(
+        md,
+        "## Heap and stable memory growth of the step (MiB)\n\n{}\n\
+         Growth during the measured step only, as canbench reports it: memory the setup already \
+         grew is reused without showing here. So the reads show none (the setup left SQLite's page \
+         cache and the allocator holding more than they need), and stable memory, which \
+         ic-stable-structures' memory manager grows in buckets of 8 MiB, shows only the buckets a \
+         write crossed. SQLite's page cache is bounded by the profile (`cache_size`: a quarter of \
+         the canister's `wasm_memory_limit`, 768 MiB at the IC's default of 3 GiB), which the \
+         database outgrows between 1 M and 10 M orders.\n",
+        memory_table(&curves)
+    );
+    let svg = chart::scaling(&curves);
+    Report { markdown: md, svg, readme: per_row }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::super::results::Record;
+    use super::*;
+    use crate::oracle;
+
+    #[test]
+    fn rows_are_the_oracles_counts() {
+        for n in SCALES {
+            let s = Sizes::at(n);
+            assert_eq!(rows(Bench::SelectJoin, s), oracle::join(s.users, s.orders, s.join_max_user_id()).0, "{n}");
+            assert_eq!(
+                rows(Bench::DeleteOrders1kIndexed, s),
+                oracle::orders_of_users(s.users, s.orders, s.delete_max_user_id())
+            );
+        }
+        let r = Sizes::REFERENCE;
+        assert_eq!(rows(Bench::SelectJoin, r), 9_990);
+        assert_eq!(rows(Bench::DeleteOrders1kIndexed, r), 1_000);
+        assert_eq!(rows(Bench::DeleteOrders100kRollback, r), 100_000);
+    }
+
+    /// Results where step `b` costs `per_row(n)` per row at `n` orders.
+    fn results(per_row: impl Fn(u64) -> u64) -> Results {
+        let mut named = BTreeMap::new();
+        for b in BENCHES {
+            for n in SCALES {
+                let m =
+                    Measurement { calls: 1, instructions: per_row(n) * rows(b, Sizes::at(n)), ..Default::default() };
+                named.insert(cell(b, n).name(), Record { total: m, scopes: BTreeMap::new() });
+            }
+        }
+        Results::new(named).unwrap()
+    }
+
+    #[test]
+    fn the_projection_carries_the_last_decades_growth_one_decade_on() {
+        let r = results(|n| if n >= 10_000_000 { 2_000 } else { 1_000 });
+        let c = Curve::of(&r, Bench::InsertOrders);
+        assert_eq!(c.per_row(3), Some(2_000.0));
+        assert_eq!(projected_per_row(&c), Some(4_000.0));
+        assert_eq!(projected_total(&c), Some(4_000.0 * 100_000_000.0));
+    }
+
+    #[test]
+    fn a_step_crosses_a_limit_where_its_total_does() {
+        // 20,000 per order: 200 M at 10k, 20 B at 1M, 200 B at 10M, so 5 B at 250k and 40 B at 2M.
+        let r = results(|_| 20_000);
+        let c = Curve::of(&r, Bench::InsertOrders);
+        let Fit::Measured(q) = fit(&c, QUERY_INSTRUCTION_LIMIT) else { panic!("{:?}", fit(&c, 5)) };
+        assert!((q - 250_000.0).abs() < 1.0, "{q}");
+        let Fit::Measured(u) = fit(&c, UPDATE_INSTRUCTION_LIMIT) else { panic!() };
+        assert!((u - 2_000_000.0).abs() < 10.0, "{u}");
+        assert_eq!(fit_text(Fit::Measured(u)), "~2M orders");
+        assert_eq!(fit_text(Fit::Measured(2_740_000.0)), "~2.7M orders");
+        // 100 orders cost the same at every size: beyond the projection.
+        assert_eq!(fit(&Curve::of(&r, Bench::InsertOrders100Indexed), UPDATE_INSTRUCTION_LIMIT), Fit::Beyond);
+        assert_eq!(fit(&c, 1), Fit::Never);
+        // 30 B at 10M orders, growing: crosses 40 B between 10M and the projection.
+        let r = results(|n| if n >= 10_000_000 { 3_000 } else { 1_500 });
+        assert!(matches!(fit(&Curve::of(&r, Bench::InsertOrders), UPDATE_INSTRUCTION_LIMIT), Fit::Projected(_)));
+    }
+
+    #[test]
+    fn the_report_labels_the_projection_and_shows_gaps() {
+        let rep = generate(&Results::new(BTreeMap::new()).unwrap(), "cmd", "2026-11-25");
+        assert!(rep.readme.contains("100M (projected)"));
+        assert!(rep.readme.lines().nth(2).unwrap().contains("| - |"));
+        let full = generate(&results(|_| 1_000), "cmd", "2026-11-25");
+        assert!(full.markdown.contains("`sqlite_users_orders_10m_<step>_journal_memory_temp_file`"));
+        assert_eq!(full.readme.lines().count(), 2 + BENCHES.len());
+    }
+}
