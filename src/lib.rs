@@ -43,6 +43,11 @@ pub trait Meter {
     fn used(&self) -> u64 {
         0
     }
+    /// Instructions left before the budget is used up, to size work that cannot be stopped
+    /// midway before starting it; `None` for meters without an instruction counter.
+    fn remaining(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A [`Meter`] that never runs out (benchmarks, native tests).

@@ -13,7 +13,7 @@
 //!    transaction that commits the windows it copied and the new position, until the position
 //!    passes the table's last rowid. Rows inserted meanwhile get higher rowids and are copied by a
 //!    later window.
-//! 3. **Swap** (one transaction): the triggers dropped, the table's AUTOINCREMENT sequence given to
+//! 3. **Swap** (one transaction, in a call of its own): the triggers dropped, the table's AUTOINCREMENT sequence given to
 //!    the copy, the table dropped and the copy renamed to it, which keeps the index. Foreign keys
 //!    are switched off around it when another table refers to this one (dropping a parent table
 //!    would otherwise delete its rows one by one and check every child), and back on after it.
@@ -150,8 +150,8 @@ pub struct Resumed {
 }
 
 /// Continues the build on `table`: windows of the copy until `meter` runs out or the copy has
-/// reached the table's last rowid (one transaction), then, if the budget is not used up, the
-/// swap (another transaction). Returns where it stands.
+/// reached the table's last rowid (one transaction); a call that finds nothing left to copy
+/// swaps the copy in instead (another transaction). Returns where it stands.
 pub fn resume(conn: &mut Connection, build: &Build, meter: &dyn Meter) -> Result<Resumed> {
     let (table, shadow) = (build.table.as_str(), shadow_name(&build.table));
     let tx = Tx::begin(conn)?;
@@ -171,7 +171,9 @@ pub fn resume(conn: &mut Connection, build: &Build, meter: &dyn Meter) -> Result
     tx.prepare_cached(&format!("UPDATE {STATE} SET copied = ?1 WHERE tbl = ?2"))?.execute((at, table))?;
     tx.commit()?;
     let build = Build { copied_up_to: at, ..build.clone() };
-    if at < last || meter.exhausted() {
+    // The swap's DROP TABLE is one statement that frees every page of the table: it gets a call
+    // of its own, with the whole budget.
+    if at < last || copied > 0 {
         return Ok(Resumed { build: Some(build), copied });
     }
     swap(conn, table)?;

@@ -142,6 +142,40 @@ fn an_index_bigger_than_the_budget_starts_a_shadow_build_and_is_not_reported_yet
     Ok(())
 }
 
+/// A meter with an instruction counter: `left` instructions remain, and it never runs out.
+#[derive(Clone)]
+struct Left(u64);
+
+impl Meter for Left {
+    fn exhausted(&self) -> bool {
+        false
+    }
+    fn budget(&self) -> u64 {
+        self.0
+    }
+    fn remaining(&self) -> Option<u64> {
+        Some(self.0)
+    }
+}
+
+#[test]
+fn an_index_is_sized_before_its_one_statement_build_is_tried() -> Result<()> {
+    let mut c = db()?;
+    jobs::load_users(&mut c, 0, 1_000, &NoLimit)?;
+    let rows_fit = 1_000 * jobs::INDEX_ROW_INSTRUCTIONS;
+    // Not enough for 1,000 users: a shadow build starts without trying the statement (which
+    // would have been interrupted: this meter never is).
+    let p = jobs::create_indexes(&mut c, &Left(rows_fit - 1))?;
+    assert_eq!(p.building.map(|b| b.index), Some("idx_users_email".to_string()));
+    assert!(p.created.is_empty());
+    // Enough: the statement, on a fresh database.
+    let mut c = db()?;
+    jobs::load_users(&mut c, 0, 1_000, &NoLimit)?;
+    let p = jobs::create_indexes(&mut c, &Left(rows_fit))?;
+    assert_eq!((p.created.len(), p.building, p.complete), (2, None, true));
+    Ok(())
+}
+
 #[test]
 fn keyset_pages_cover_the_table_once_and_stop_at_the_byte_limit() -> Result<()> {
     let mut c = db()?;

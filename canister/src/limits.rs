@@ -49,6 +49,9 @@ impl Meter for InstructionBudget {
     fn used(&self) -> u64 {
         instructions()
     }
+    fn remaining(&self) -> Option<u64> {
+        Some(self.0.saturating_sub(instructions()))
+    }
 }
 
 /// Instructions executed so far in this message (0 natively).
