@@ -92,8 +92,15 @@ pub enum Fit {
     Measured(f64),
     /// It crosses between the largest measured size and the projection, at about this many.
     Projected(f64),
-    /// It still fits at the projected size.
-    Beyond,
+    /// It still fits at the largest size on the curve: this many orders, projected or measured.
+    Beyond {
+        /// The largest size.
+        orders: u64,
+        /// Whether that size is the projection.
+        projected: bool,
+    },
+    /// Nothing measured.
+    Unmeasured,
 }
 
 /// Where `curve` crosses `limit` (log-log interpolation between the sizes around the crossing).
@@ -104,7 +111,7 @@ pub fn fit(curve: &Curve, limit: u64) -> Fit {
     if let Some(t) = projected_total(curve) {
         points.push((PROJECTED_SCALE as f64, t, true));
     }
-    let Some(first) = points.first() else { return Fit::Beyond };
+    let Some(first) = points.first() else { return Fit::Unmeasured };
     if first.1 > limit {
         return Fit::Never;
     }
@@ -115,10 +122,12 @@ pub fn fit(curve: &Curve, limit: u64) -> Fit {
             return if projected { Fit::Projected(n) } else { Fit::Measured(n) };
         }
     }
-    Fit::Beyond
+    let &(orders, _, projected) = points.last().expect("not empty");
+    Fit::Beyond { orders: orders as u64, projected }
 }
 
-/// `~27 M orders`, `~270 M orders (projected)`, `no size measured`, `beyond 100 M (projected)`.
+/// `~27M orders`, `~270M orders (projected)`, `beyond 100M orders (projected)`, `beyond 1M
+/// orders` (when there is no projection), `not measured`.
 fn fit_text(f: Fit) -> String {
     let orders = |n: f64| {
         // Two significant digits: the interpolation is not more precise than that.
@@ -130,7 +139,9 @@ fn fit_text(f: Fit) -> String {
         Fit::Never => format!("not at {} orders", order_label(SCALES[0])),
         Fit::Measured(n) => format!("{} orders", orders(n)),
         Fit::Projected(n) => format!("{} orders (projected)", orders(n)),
-        Fit::Beyond => format!("beyond {} orders (projected)", order_label(PROJECTED_SCALE)),
+        Fit::Beyond { orders, projected: true } => format!("beyond {} orders (projected)", order_label(orders)),
+        Fit::Beyond { orders, projected: false } => format!("beyond {} orders", order_label(orders)),
+        Fit::Unmeasured => "not measured".to_string(),
     }
 }
 
@@ -348,7 +359,10 @@ mod tests {
         assert_eq!(fit_text(Fit::Measured(u)), "~2M orders");
         assert_eq!(fit_text(Fit::Measured(2_740_000.0)), "~2.7M orders");
         // 100 orders cost the same at every size: beyond the projection.
-        assert_eq!(fit(&Curve::of(&r, Bench::InsertOrders100Indexed), UPDATE_INSTRUCTION_LIMIT), Fit::Beyond);
+        assert_eq!(
+            fit(&Curve::of(&r, Bench::InsertOrders100Indexed), UPDATE_INSTRUCTION_LIMIT),
+            Fit::Beyond { orders: PROJECTED_SCALE, projected: true }
+        );
         assert_eq!(fit(&c, 1), Fit::Never);
         // 30 B at 10M orders, growing: crosses 40 B between 10M and the projection.
         let r = results(|n| if n >= 10_000_000 { 3_000 } else { 1_500 });
@@ -360,6 +374,16 @@ mod tests {
         let rep = generate(&Results::new(BTreeMap::new()).unwrap(), "cmd", "2026-11-25");
         assert!(rep.readme.contains("100M (projected)"));
         assert!(rep.readme.lines().nth(2).unwrap().contains("| - |"));
+        assert!(rep.readme.lines().nth(2).unwrap().ends_with("| not measured | not measured |"));
+        // Without the 10M cells there is no projection: a step that fits says up to what it was measured.
+        let mut named = BTreeMap::new();
+        for n in [10_000, 100_000, 1_000_000] {
+            let m = Measurement { calls: 1, instructions: 1_000, ..Default::default() };
+            named.insert(cell(Bench::SelectJoin, n).name(), Record { total: m, scopes: BTreeMap::new() });
+        }
+        let c = Curve::of(&Results::new(named).unwrap(), Bench::SelectJoin);
+        assert_eq!(fit(&c, UPDATE_INSTRUCTION_LIMIT), Fit::Beyond { orders: 1_000_000, projected: false });
+        assert_eq!(fit_text(fit(&c, UPDATE_INSTRUCTION_LIMIT)), "beyond 1M orders");
         let full = generate(&results(|_| 1_000), "cmd", "2026-11-25");
         assert!(full.markdown.contains("`sqlite_users_orders_10m_<step>_journal_memory_temp_file`"));
         assert_eq!(full.readme.lines().count(), 2 + BENCHES.len());
