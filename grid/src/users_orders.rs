@@ -46,7 +46,7 @@ impl Sizes {
 /// cells are the published ones; the others are named `sqlite_users_orders_<size>_<step>_<profile>`.
 pub const SCALES: [u64; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
 
-/// The size the curves are projected to and not run: 100 M orders is about 12 GiB of database,
+/// The size the curves are projected to and not run: 100 M orders is about 10 GB of database (969 MB at 10 M),
 /// and every one of the nine cells would build it in its setup (about 3 T instructions, some ten
 /// minutes of the offline runner each), which no CI run can afford.
 pub const PROJECTED_SCALE: u64 = 100_000_000;
