@@ -33,7 +33,7 @@ const PALETTE: [RGBColor; 4] =
 const GREY: RGBColor = RGBColor(127, 127, 127);
 
 /// Axis labels: `200`, `10k`, `1.5M`, `2B`.
-fn compact(v: f64) -> String {
+pub(super) fn compact(v: f64) -> String {
     let (scaled, unit) = match v.abs() {
         a if a >= 1e9 => (v / 1e9, "B"),
         a if a >= 1e6 => (v / 1e6, "M"),

@@ -145,14 +145,9 @@ fn fit_text(f: Fit) -> String {
     }
 }
 
-/// `10k`, `2.7M`, `100M`: orders as the tables show them.
+/// `10k`, `2.7M`, `100M`: orders as the tables show them (the charts' axis labels).
 fn order_label(n: u64) -> String {
-    match n {
-        n if n >= 1_000_000 && n % 1_000_000 == 0 => format!("{}M", n / 1_000_000),
-        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
-        n if n >= 1_000 && n % 1_000 == 0 => format!("{}k", n / 1_000),
-        n => grouped(n),
-    }
+    chart::compact(n as f64)
 }
 
 /// Instructions per row, as a table cell: `1,234` or `12.3` below 100.
