@@ -116,9 +116,9 @@ pub fn start(conn: &mut Connection, table: &str, index: &str, create_index: &str
     let shadow = shadow_name(table);
     let create_table = rename_in(&table_sql(conn, table)?, table, &shadow)?;
     let create_shadow_index = rename_in(create_index, table, &shadow)?;
-    let cols = columns(conn, table)?.join(", ");
-    let new_cols: Vec<String> = columns(conn, table)?.iter().map(|c| format!("NEW.{c}")).collect();
-    let new_cols = new_cols.join(", ");
+    let names = columns(conn, table)?;
+    let cols = names.join(", ");
+    let new_cols = names.iter().map(|c| format!("NEW.{c}")).collect::<Vec<_>>().join(", ");
     let copied = format!("(SELECT copied FROM {STATE} WHERE tbl = '{table}')");
     let tx = Tx::begin(conn)?;
     tx.execute_batch(&format!(
