@@ -156,10 +156,12 @@ pub fn create_indexes<M: Meter + Clone + Send + 'static>(conn: &mut Connection, 
             // Too large to try in one statement: through a shadow table, with a whole budget.
             if created.is_empty() {
                 let b = shadow::start(conn, table, name, sql)?;
-                // The copy goes on with what is left of this call's budget (it never swaps: the
-                // table has rows to copy).
+                // The copy goes on with what is left of this call's budget.
                 let resumed = shadow::resume(conn, &b, meter)?;
-                building = resumed.build.map(|b| progress(&b, resumed.copied, rows));
+                match resumed.build {
+                    Some(b) => building = Some(progress(&b, resumed.copied, rows)),
+                    None => created.push(name.to_string()),
+                }
             }
             break;
         }

@@ -13,7 +13,8 @@
 //!    transaction that commits the windows it copied and the new position, until the position
 //!    passes the table's last rowid. Rows inserted meanwhile get higher rowids and are copied by a
 //!    later window.
-//! 3. **Swap** (one transaction, in a call of its own): the triggers dropped, the table's AUTOINCREMENT sequence given to
+//! 3. **Swap** (one transaction, at the start of the first call that finds at most one window
+//!    left to copy, which it copies first): the triggers dropped, the table's AUTOINCREMENT sequence given to
 //!    the copy, the table dropped and the copy renamed to it, which keeps the index. Foreign keys
 //!    are switched off around it when another table refers to this one (dropping a parent table
 //!    would otherwise delete its rows one by one and check every child), and back on after it.
@@ -115,9 +116,9 @@ pub fn start(conn: &mut Connection, table: &str, index: &str, create_index: &str
     let shadow = shadow_name(table);
     let create_table = rename_in(&table_sql(conn, table)?, table, &shadow)?;
     let create_shadow_index = rename_in(create_index, table, &shadow)?;
-    let cols = columns(conn, table)?.join(", ");
-    let new_cols: Vec<String> = columns(conn, table)?.iter().map(|c| format!("NEW.{c}")).collect();
-    let new_cols = new_cols.join(", ");
+    let names = columns(conn, table)?;
+    let cols = names.join(", ");
+    let new_cols = names.iter().map(|c| format!("NEW.{c}")).collect::<Vec<_>>().join(", ");
     let copied = format!("(SELECT copied FROM {STATE} WHERE tbl = '{table}')");
     let tx = Tx::begin(conn)?;
     tx.execute_batch(&format!(
@@ -149,19 +150,31 @@ pub struct Resumed {
     pub copied: u64,
 }
 
-/// Continues the build on `table`: windows of the copy until `meter` runs out or the copy has
-/// reached the table's last rowid (one transaction); a call that finds nothing left to copy
-/// swaps the copy in instead (another transaction). Returns where it stands.
+/// The statement copying rows `?1 < rowid <= ?2` of `table` into its shadow copy.
+fn copy_sql(conn: &Connection, table: &str) -> Result<String> {
+    let cols = columns(conn, table)?.join(", ");
+    let shadow = shadow_name(table);
+    Ok(format!(
+        "INSERT INTO {shadow} (rowid, {cols}) SELECT rowid, {cols} FROM {table} WHERE rowid > ?1 AND rowid <= ?2"
+    ))
+}
+
+/// Continues the build on `table`. A call that finds at most one window left to copy swaps the
+/// copy in (copying those rows in the swap's own transaction, so that rows written between calls
+/// cannot put the swap off forever), with the whole budget for the swap's DROP TABLE; any other
+/// call copies windows until `meter` runs out or the copy has reached the table's last rowid
+/// (one transaction). Returns where it stands.
 pub fn resume(conn: &mut Connection, build: &Build, meter: &dyn Meter) -> Result<Resumed> {
-    let (table, shadow) = (build.table.as_str(), shadow_name(&build.table));
+    let table = build.table.as_str();
+    let last = last_rowid(conn, table)? as i64;
+    if last - build.copied_up_to <= COPY_WINDOW {
+        let copied = swap(conn, table, build.copied_up_to, last)?;
+        return Ok(Resumed { build: None, copied });
+    }
     let tx = Tx::begin(conn)?;
-    let last = last_rowid(&tx, table)? as i64;
     let (mut at, mut copied) = (build.copied_up_to, 0u64);
     {
-        let cols = columns(&tx, table)?.join(", ");
-        let mut copy = tx.prepare_cached(&format!(
-            "INSERT INTO {shadow} (rowid, {cols}) SELECT rowid, {cols} FROM {table} WHERE rowid > ?1 AND rowid <= ?2"
-        ))?;
+        let mut copy = tx.prepare_cached(&copy_sql(&tx, table)?)?;
         while at < last && !meter.exhausted() {
             let upto = at.saturating_add(COPY_WINDOW).min(last);
             copied += copy.execute((at, upto))? as u64;
@@ -170,14 +183,7 @@ pub fn resume(conn: &mut Connection, build: &Build, meter: &dyn Meter) -> Result
     }
     tx.prepare_cached(&format!("UPDATE {STATE} SET copied = ?1 WHERE tbl = ?2"))?.execute((at, table))?;
     tx.commit()?;
-    let build = Build { copied_up_to: at, ..build.clone() };
-    // The swap's DROP TABLE is one statement that frees every page of the table: it gets a call
-    // of its own, with the whole budget.
-    if at < last || copied > 0 {
-        return Ok(Resumed { build: Some(build), copied });
-    }
-    swap(conn, table)?;
-    Ok(Resumed { build: None, copied })
+    Ok(Resumed { build: Some(Build { copied_up_to: at, ..build.clone() }), copied })
 }
 
 /// The last rowid of `table` (0 when empty).
@@ -198,15 +204,17 @@ fn is_referenced(conn: &Connection, table: &str) -> Result<bool> {
     Ok(n > 0)
 }
 
-/// Replaces `table` by its complete copy (see the module documentation).
-fn swap(conn: &mut Connection, table: &str) -> Result<()> {
+/// Copies the rows of `table` with rowids `after < rowid <= last` and replaces the table by its
+/// now complete copy, in one transaction (see the module documentation); returns the rows copied.
+fn swap(conn: &mut Connection, table: &str, after: i64, last: i64) -> Result<u64> {
     let shadow = shadow_name(table);
     let fk_off = is_referenced(conn, table)? && conn.query_row("PRAGMA foreign_keys", (), |r| r.get::<_, i64>(0))? == 1;
     if fk_off {
         conn.execute_batch("PRAGMA foreign_keys = OFF")?;
     }
-    let swapped = (|| -> Result<()> {
+    let swapped = (|| -> Result<u64> {
         let tx = Tx::begin(conn)?;
+        let copied = tx.prepare_cached(&copy_sql(&tx, table)?)?.execute((after, last))? as u64;
         tx.execute_batch(&format!(
             "DROP TRIGGER stablebench_shadow_{table}_insert;
              DROP TRIGGER stablebench_shadow_{table}_update;
@@ -220,7 +228,8 @@ fn swap(conn: &mut Connection, table: &str) -> Result<()> {
              ALTER TABLE {shadow} RENAME TO {table};
              DELETE FROM {STATE} WHERE tbl = '{table}';"
         ))?;
-        tx.commit()
+        tx.commit()?;
+        Ok(copied)
     })();
     if fk_off {
         conn.execute_batch("PRAGMA foreign_keys = ON")?;

@@ -102,6 +102,28 @@ fn an_index_too_large_for_a_call_is_built_across_calls_while_the_table_changes()
 }
 
 #[test]
+fn a_build_finishes_while_rows_arrive_between_every_call() -> Result<()> {
+    let (mut c, mut model) = (db(1_000, 30_000)?, db(1_000, 30_000)?);
+    let (mut kept, mut model_kept) = (None, None);
+    let meter = Checks::new(3);
+    // A write before every call, none back to back: the swap copies the rows that arrived since
+    // the last window in its own transaction instead of waiting for a call with nothing to copy.
+    for round in 0.. {
+        assert!(round < 100, "the build did not finish with writes between every call");
+        writes(&mut c, round, &mut kept)?;
+        writes(&mut model, round, &mut model_kept)?;
+        if jobs::create_indexes(&mut c, meter.call())?.complete {
+            break;
+        }
+    }
+    schema::create_indexes(&mut model)?;
+    assert_eq!(contents(&c)?, contents(&model)?);
+    assert_eq!(index_names(&c)?, vec!["idx_orders_user_id", "idx_users_email"]);
+    assert_eq!(leftovers(&c)?, 0);
+    Ok(())
+}
+
+#[test]
 fn a_parent_table_keeps_its_foreign_keys_through_the_swap() -> Result<()> {
     let mut c = db(30_000, 1_000)?;
     // Two checks per call: even the users' index needs a shadow copy (one window per call).

@@ -161,16 +161,17 @@ impl Meter for Left {
 #[test]
 fn an_index_is_sized_before_its_one_statement_build_is_tried() -> Result<()> {
     let mut c = db()?;
-    jobs::load_users(&mut c, 0, 1_000, &NoLimit)?;
-    let rows_fit = 1_000 * jobs::INDEX_ROW_INSTRUCTIONS;
-    // Not enough for 1,000 users: a shadow build starts without trying the statement (which
-    // would have been interrupted: this meter never is).
+    jobs::load_users(&mut c, 0, 20_000, &NoLimit)?;
+    let rows_fit = 20_000 * jobs::INDEX_ROW_INSTRUCTIONS;
+    // Not enough for 20,000 users: a shadow build starts without trying the statement (which
+    // would have been interrupted: this meter never is), and copies the whole table.
     let p = jobs::create_indexes(&mut c, &Left(rows_fit - 1))?;
-    assert_eq!(p.building.map(|b| b.index), Some("idx_users_email".to_string()));
+    let b = p.building.expect("a shadow build");
+    assert_eq!((b.index.as_str(), b.copied_up_to, b.copied_rows), ("idx_users_email", 20_000, 20_000));
     assert!(p.created.is_empty());
     // Enough: the statement, on a fresh database.
     let mut c = db()?;
-    jobs::load_users(&mut c, 0, 1_000, &NoLimit)?;
+    jobs::load_users(&mut c, 0, 20_000, &NoLimit)?;
     let p = jobs::create_indexes(&mut c, &Left(rows_fit))?;
     assert_eq!((p.created.len(), p.building, p.complete), (2, None, true));
     Ok(())
