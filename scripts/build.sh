@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one build path (dfx.json, canbench.yml, CI and the README call it).
 #
-#   scripts/build.sh [production|bench|vfs|vfs_bench|all]      (default: production)
+#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|all]      (default: production)
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
 #               candid:service metadata, checked against canister/stablebench.did.
@@ -14,12 +14,15 @@
 #               wasm32-unknown-unknown (no WASI, no wasi2ic), checked against vfs/stablebench_vfs.did.
 # vfs_bench  -> target/canister/stablebench_vfs_bench.wasm: the same with its `__canbench__*` queries
 #               (vfs/canbench.yml).
+# examples   -> target/canister/example_sqlite.wasm (examples/sqlite: the recommended settings in a
+#               canister to copy; wasm32-wasip1 and wasi2ic, like the production canister) and
+#               example_maps.wasm (examples/maps: StableBTreeMap and a heap map; wasm32-unknown-unknown).
 source "$(dirname "$0")/lib.sh"
 
 variant=${1:-production}
 case "$variant" in
-  production|bench|vfs|vfs_bench|all) ;;
-  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench or all)" ;;
+  production|bench|vfs|vfs_bench|examples|all) ;;
+  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples or all)" ;;
 esac
 
 ensure_rust
@@ -33,6 +36,21 @@ build() {
   log "building $name.wasm"
   cargo build --locked --profile canister --target "$WASM_TARGET" -p stablebench-canister "$@"
   "$WASI2IC" -q "target/$WASM_TARGET/canister/stablebench_canister.wasm" "$OUT_DIR/$name.wasm"
+}
+
+# build_example NAME: compiles examples/NAME (crate stablebench-example-NAME) for its target,
+# writes $OUT_DIR/example_NAME.wasm.
+build_example() {
+  local name=$1 crate=stablebench_example_$1
+  log "building example_$name.wasm"
+  case $name in
+    sqlite)
+      cargo build --locked --profile canister --target "$WASM_TARGET" -p "stablebench-example-$name"
+      "$WASI2IC" -q "target/$WASM_TARGET/canister/$crate.wasm" "$OUT_DIR/example_$name.wasm" ;;
+    *)
+      cargo build --locked --profile canister --target "$VFS_WASM_TARGET" -p "stablebench-example-$name"
+      cp "target/$VFS_WASM_TARGET/canister/$crate.wasm" "$OUT_DIR/example_$name.wasm" ;;
+  esac
 }
 
 # build_vfs NAME [cargo feature args...]: compiles the ic-sqlite-vfs canister, writes $OUT_DIR/NAME.wasm.
@@ -57,7 +75,7 @@ check_and_embed() {
   # ic-sqlite-vfs defines them `extern "C"` for wasm32-unknown-unknown) and, in the bench wasm,
   # canbench's `__canbench__*`/`__tracing__*` queries: none is a method of its .did.
   case $name in
-    stablebench_vfs|stablebench_vfs_bench)
+    stablebench_vfs|stablebench_vfs_bench|example_maps)
       "$IC_WASM" "$OUT_DIR/$name.wasm" info | sed -n '/^Exported methods: \[/,/^]/s/^ *"\([^"(]*[^" (]\)\( (.*)\)\{0,1\}",\{0,1\}$/\1/p' \
         | grep -v -E '^canister_(update|query|composite_query) [a-z]' | sed 's/^\(canister_[a-z_]*\) /\1:/' > "$OUT_DIR/$name.hidden-endpoints.txt" || true ;;
   esac
@@ -86,5 +104,11 @@ fi
 if [ "$variant" = vfs_bench ] || [ "$variant" = all ]; then
   build_vfs stablebench_vfs_bench --features canbench
   check_and_embed stablebench_vfs_bench vfs/stablebench_vfs.did
+fi
+if [ "$variant" = examples ] || [ "$variant" = all ]; then
+  for example in sqlite maps; do
+    build_example "$example"
+    check_and_embed "example_$example" "examples/$example/example_$example.did"
+  done
 fi
 log "done: $(cd "$OUT_DIR" && ls -1 *.wasm* | tr '\n' ' ')"

@@ -14,6 +14,11 @@ cargo clippy --workspace --all-targets --all-features --locked -- -D warnings ||
 # (`--features canbench`: its two SQLite features exclude each other.)
 cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-vfs --features canbench -- -D warnings \
   || die "clippy found warnings in the ic-sqlite-vfs canister (wasm32-unknown-unknown)"
+# The example canisters compile for wasm32 only (natively they are empty): lint them there.
+cargo clippy --locked --target "$WASM_TARGET" -p stablebench-example-sqlite -- -D warnings \
+  || die "clippy found warnings in examples/sqlite ($WASM_TARGET)"
+cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-example-maps -- -D warnings \
+  || die "clippy found warnings in examples/maps ($VFS_WASM_TARGET)"
 
 "$ROOT/scripts/build.sh" all
 
@@ -35,7 +40,8 @@ for wasm in stablebench.wasm stablebench_vfs.wasm; do
   fi
 done
 WASI2IC=$(ensure_cargo_tool wasi2ic "$WASI2IC_VERSION")
-for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stablebench_vfs_bench.wasm; do
+for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stablebench_vfs_bench.wasm \
+  example_sqlite.wasm example_maps.wasm; do
   # After wasi2ic (ic-rusqlite) or as built (ic-sqlite-vfs), every import must be an IC system
   # API (module ic0): no WASI, no JavaScript.
   imports=$("$WASI2IC" -i "$OUT_DIR/$wasm")

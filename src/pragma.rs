@@ -2,14 +2,8 @@
 //! the reason for each value) are data of the grid (`stablebench_grid::profiles`), re-exported
 //! here; this module applies them to SQLite and reads the values back.
 //!
-//! Order matters, and is part of a profile:
-//! 1. `page_size` first: it is written into the database header when the first table is created
-//!    and is ignored afterwards (short of a VACUUM), so it must precede any schema.
-//! 2. `locking_mode` before `journal_mode`: SQLite can run WAL without shared memory (which the
-//!    WASI polyfill does not provide) only when EXCLUSIVE locking is set before WAL is entered
-//!    (<https://sqlite.org/wal.html#noshm>).
-//! 3. The per-connection settings (`synchronous`, `temp_store`, `cache_size`) last; they are not
-//!    stored in the file, so they are applied again on every open (init and post_upgrade).
+//! Order matters, and is part of a profile (see the `stablebench-pragmas` crate, `pragmas/`, whose
+//! apply-and-verify this module calls: the code users' canisters depend on).
 
 use rusqlite::Connection;
 
@@ -27,35 +21,18 @@ pub trait Apply {
 
 impl Apply for Profile {
     fn apply(&self, conn: &Connection) -> Result<()> {
-        for p in self.pragmas {
-            // `pragma_update` quotes text values; SQLite accepts keywords either way.
-            conn.pragma_update(None, p.name, p.value)?;
-        }
-        for p in self.pragmas {
-            let effective = read_pragma(conn, p.name)?;
-            if normalize(p.name, p.value) != normalize(p.name, &effective) {
-                return Err(Error::PragmaNotApplied {
-                    name: p.name.to_string(),
-                    requested: p.value.to_string(),
-                    effective,
-                });
+        stablebench_pragmas::apply(conn, self.pragmas).map_err(|e| match e {
+            stablebench_pragmas::Error::Sqlite(e) => Error::Sqlite(e),
+            stablebench_pragmas::Error::NotApplied { name, requested, effective } => {
+                Error::PragmaNotApplied { name: name.to_string(), requested: requested.to_string(), effective }
             }
-        }
-        Ok(())
+        })
     }
 }
 
 /// Reads one pragma's current value as text.
 pub fn read_pragma(conn: &Connection, name: &str) -> Result<String> {
-    // Cached: `stats` reads a dozen of them, and preparing costs more than running one.
-    let value: rusqlite::types::Value = conn.prepare_cached(&format!("PRAGMA {name}"))?.query_row((), |r| r.get(0))?;
-    Ok(match value {
-        rusqlite::types::Value::Integer(i) => i.to_string(),
-        rusqlite::types::Value::Text(t) => t,
-        rusqlite::types::Value::Real(r) => r.to_string(),
-        rusqlite::types::Value::Null => String::new(),
-        rusqlite::types::Value::Blob(b) => format!("{b:?}"),
-    })
+    Ok(stablebench_pragmas::read(conn, name)?)
 }
 
 /// The current values of the [`REPORTED`] pragmas, as (name, value) pairs.
@@ -63,23 +40,10 @@ pub fn read_active(conn: &Connection) -> Result<Vec<(String, String)>> {
     REPORTED.iter().map(|&n| Ok((n.to_string(), read_pragma(conn, n)?))).collect()
 }
 
-/// Maps the spellings SQLite accepts to the one it reports back (`NORMAL` -> `1`,
-/// `persist` -> `PERSIST`), so a requested value can be compared with the effective one.
-fn normalize(name: &str, value: &str) -> String {
-    let v = value.trim().to_ascii_uppercase();
-    let code = match (name, v.as_str()) {
-        ("synchronous", "OFF") | ("temp_store", "DEFAULT") | ("auto_vacuum", "NONE") | ("foreign_keys", "OFF") => "0",
-        ("synchronous", "NORMAL") | ("temp_store", "FILE") | ("auto_vacuum", "FULL") | ("foreign_keys", "ON") => "1",
-        ("synchronous", "FULL") | ("temp_store", "MEMORY") | ("auto_vacuum", "INCREMENTAL") => "2",
-        ("synchronous", "EXTRA") => "3",
-        _ => return v,
-    };
-    code.to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use stablebench_pragmas::normalize;
 
     #[test]
     fn page_size_comes_first_and_locking_mode_before_journal_mode() {
@@ -139,12 +103,5 @@ mod tests {
             other => panic!("expected PragmaNotApplied, got {other:?}"),
         }
         Ok(())
-    }
-
-    #[test]
-    fn normalize_maps_keywords_to_reported_codes() {
-        assert_eq!(normalize("synchronous", "normal"), "1");
-        assert_eq!(normalize("temp_store", "MEMORY"), "2");
-        assert_eq!(normalize("journal_mode", "persist"), "PERSIST");
     }
 }

@@ -1,7 +1,8 @@
 //! The README's pragma, benchmark, results, DbWeight and NodeStore tables, docs/results.{md,svg}
 //! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
 //! docs/chia.{md,svg} and docs/scaling.{md,svg} are generated from
-//! what they describe (the code, canbench_results.yml and chia_pages_results.yml);
+//! what they describe (the code, canbench_results.yml and chia_pages_results.yml), and the
+//! README's opening code is the example canister's (examples/sqlite);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
 
@@ -85,6 +86,17 @@ fn results_date() -> String {
     md.split("` on ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap_or("(unknown date)").to_string()
 }
 
+/// The opening code of the example canister (examples/sqlite/src/lib.rs, between its
+/// `// README:open:begin` and `// README:open:end` lines), as the README shows it.
+fn example_open() -> String {
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sqlite/src/lib.rs"))
+        .expect("examples/sqlite/src/lib.rs");
+    let (begin, end) = ("// README:open:begin\n", "// README:open:end\n");
+    let b = src.find(begin).expect("examples/sqlite/src/lib.rs has no README:open:begin line") + begin.len();
+    let e = src[b..].find(end).expect("examples/sqlite/src/lib.rs has no README:open:end line") + b;
+    format!("```rust\n{}```\n", &src[b..e])
+}
+
 /// `report::splice`, failing the test on a missing marker.
 fn splice(doc: &str, name: &str, body: &str) -> String {
     stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("README.md: {e}"))
@@ -116,6 +128,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "chia-summary", &chia.readme);
     let want = splice(&want, "vfs-summary", &vfs.readme);
     let want = splice(&want, "scaling-table", &scaling.readme);
+    let want = splice(&want, "example-open", &example_open());
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),

@@ -293,29 +293,11 @@ pub fn save_memory_limit(bytes: u64) {
     NATIVE_LIMIT.set(bytes);
 }
 
-/// The largest page cache a canister with `wasm_memory_limit` bytes of heap should allow, in
-/// KiB: a quarter of the limit. The rest is for SQLite's other allocations (a sort collects its
-/// keys in a buffer of up to `cache_size` pages before it spills to a file, so the bound holds
-/// it too), the canister's own data and Candid buffers.
-pub fn cache_bound_kib(wasm_memory_limit: u64) -> u64 {
-    wasm_memory_limit / 4 / 1024
-}
-
-/// Lowers the open connection's `cache_size` to [`cache_bound_kib`] if the profile asked for
+/// Lowers the open connection's `cache_size` to [`stablebench_pragmas::cache_bound_kib`] (a
+/// quarter of `wasm_memory_limit`) if the profile asked for
 /// more. Returns the cache in KiB the connection has afterwards.
 pub fn bound_cache(wasm_memory_limit: u64) -> Result<u64> {
-    with_conn(|conn| -> Result<u64> {
-        let pages: i64 = conn.query_row("PRAGMA cache_size", (), |r| r.get(0))?;
-        let page_size: i64 = conn.query_row("PRAGMA page_size", (), |r| r.get(0))?;
-        // SQLite's convention: positive = pages, negative = KiB.
-        let kib = if pages >= 0 { (pages * page_size / 1024) as u64 } else { pages.unsigned_abs() };
-        let bound = cache_bound_kib(wasm_memory_limit);
-        if kib <= bound {
-            return Ok(kib);
-        }
-        conn.execute_batch(&format!("PRAGMA cache_size = -{bound}"))?;
-        Ok(bound)
-    })
+    Ok(with_conn(|conn| stablebench_pragmas::bound_cache(conn, wasm_memory_limit))?)
 }
 
 /// Native stand-in for [`close`] on wasm32.

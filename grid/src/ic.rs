@@ -22,9 +22,9 @@ pub const MAX_UPDATE_REPLY_BYTES: u64 = 2 << 20;
 /// Largest reply of a non-replicated query: 3 MiB (same check, query limit).
 pub const MAX_QUERY_REPLY_BYTES: u64 = 3 << 20;
 
-/// The default `wasm_memory_limit` of a canister: 3 GiB (3,221,225,472 bytes, as the mainnet
-/// registry canister's settings show; IC interface specification, canister settings).
-pub const DEFAULT_WASM_MEMORY_LIMIT_BYTES: u64 = 3 * 1024 * 1024 * 1024;
+/// The default `wasm_memory_limit` of a canister, 3 GiB: defined (with its source) in the
+/// `stablebench-pragmas` crate, whose page-cache bound users' canisters apply to it.
+pub use stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES;
 
 /// One wasm page (heap and stable memory grow by it; canbench reports growth in these pages).
 pub const WASM_PAGE_BYTES: u64 = 65_536;

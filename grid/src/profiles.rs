@@ -1,24 +1,9 @@
 //! Pragma profiles (the settings axis of the grid): named, ordered SQLite settings with the reason for each value.
 //!
-//! Order matters, and is part of a profile:
-//! 1. `page_size` first: it is written into the database header when the first table is created
-//!    and is ignored afterwards (short of a VACUUM), so it must precede any schema.
-//! 2. `locking_mode` before `journal_mode`: SQLite can run WAL without shared memory (which the
-//!    WASI polyfill does not provide) only when EXCLUSIVE locking is set before WAL is entered
-//!    (<https://sqlite.org/wal.html#noshm>).
-//! 3. The per-connection settings (`synchronous`, `temp_store`, `cache_size`) last; they are not
-//!    stored in the file, so they are applied again on every open (init and post_upgrade).
+//! Order matters, and is part of a profile: see the `stablebench-pragmas` crate (`pragmas/`), which
+//! holds the recommended settings (users' canisters depend on it) and applies them.
 
-/// One setting of a profile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Pragma {
-    /// Pragma name, e.g. `journal_mode`.
-    pub name: &'static str,
-    /// Value as written after `PRAGMA name = `.
-    pub value: &'static str,
-    /// Why this value: the trade-off it makes on the IC.
-    pub why: &'static str,
-}
+pub use stablebench_pragmas::Pragma;
 
 /// Where a profile keeps the database.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,20 +34,8 @@ pub struct Profile {
     pub pragmas: &'static [Pragma],
 }
 
-const PAGE_4K: Pragma = Pragma {
-    name: "page_size",
-    value: "4096",
-    why: "SQLite's default. One 4 KiB SQLite page is one 4 KiB OS page of stable memory, \
-          the unit the IC charges 1,000 instructions for when a message first dirties it. \
-          Only takes effect before the first table exists, so it is applied first.",
-};
-const LOCK_EXCLUSIVE: Pragma = Pragma {
-    name: "locking_mode",
-    value: "EXCLUSIVE",
-    why: "The canister is the database's only client: take the file lock once and keep \
-          it instead of locking and unlocking around every transaction. Applied before \
-          journal_mode so that WAL, if chosen, never needs shared memory.",
-};
+const PAGE_4K: Pragma = stablebench_pragmas::PAGE_SIZE;
+const LOCK_EXCLUSIVE: Pragma = stablebench_pragmas::LOCKING_MODE;
 const JOURNAL_PERSIST: Pragma = Pragma {
     name: "journal_mode",
     value: "PERSIST",
@@ -71,14 +44,7 @@ const JOURNAL_PERSIST: Pragma = Pragma {
           polyfill, while COMMIT and ROLLBACK stay atomic (OFF is faster but loses \
           ROLLBACK).",
 };
-const SYNC_NORMAL: Pragma = Pragma {
-    name: "synchronous",
-    value: "NORMAL",
-    why: "The reference's value. On the IC a message's stable-memory writes are \
-          committed or discarded as a whole, so the level only changes how many \
-          sync calls reach the polyfill, and those cost nothing measurable: OFF and FULL \
-          gave the same instructions on all nine benchmarks.",
-};
+const SYNC_NORMAL: Pragma = stablebench_pragmas::SYNCHRONOUS;
 const TEMP_MEMORY: Pragma = Pragma {
     name: "temp_store",
     value: "MEMORY",
@@ -86,16 +52,7 @@ const TEMP_MEMORY: Pragma = Pragma {
           instead of temporary files in the polyfill's file system, which also avoids \
           SQLite failing to create a temp file during complex queries.",
 };
-const CACHE_WHOLE: Pragma = Pragma {
-    name: "cache_size",
-    value: "1000000",
-    why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database, \
-          tens of MiB for the reference data) stay in the heap page cache, so repeated \
-          reads do not go back to stable memory (20 instructions + 1 per byte per \
-          read). Costs heap, which counts against the wasm memory limit: the canister \
-          lowers it to a quarter of its wasm_memory_limit (install argument, default \
-          3 GiB: 768 MiB), so a database larger than the heap keeps working.",
-};
+const CACHE_WHOLE: Pragma = stablebench_pragmas::CACHE_SIZE;
 
 /// One of the reference's settings replaced by `value` (the sweep's one-factor-at-a-time change).
 const fn set(base: Pragma, value: &'static str, why: &'static str) -> Pragma {
@@ -157,27 +114,8 @@ pub const MEMORY: Profile = Profile {
     ],
 };
 
-const JOURNAL_IN_HEAP: Pragma = set(
-    JOURNAL_PERSIST,
-    "MEMORY",
-    "The rollback journal lives in the heap: a transaction's original pages are never \
-     written to stable memory, so a write transaction dirties fewer stable-memory pages \
-     (1,000 instructions each). ROLLBACK still works within the message. What is lost \
-     is recovery from a hot journal after a crash, which the IC makes unnecessary: a \
-     message's stable-memory writes are kept or discarded as a whole, so a trap mid-\
-     transaction leaves the previous commit intact. Keep every transaction inside one \
-     message (never open across an await or an upgrade).",
-);
-const TEMP_FILE: Pragma = set(
-    TEMP_MEMORY,
-    "FILE",
-    "Counter-intuitively faster: only when temporary storage may use files does SQLite's \
-     sorter (CREATE INDEX, ORDER BY without an index) collect its keys in one growing heap \
-     buffer of up to cache_size pages (at most 512 MiB); with temp_store MEMORY it makes one \
-     allocation per key. With the whole-database cache the reference's sorts never reach a \
-     file; a larger sort spills sorted runs to a temporary file in the polyfill's file \
-     system, which works (measured by temp_file_cache_8mib) but costs stable-memory writes.",
-);
+const JOURNAL_IN_HEAP: Pragma = stablebench_pragmas::JOURNAL_MODE;
+const TEMP_FILE: Pragma = stablebench_pragmas::TEMP_STORE;
 const CACHE_8MIB: Pragma = set(CACHE_WHOLE, "2000", "A small cache: 2,000 pages.");
 
 /// The reference with the rollback journal in the heap.
@@ -195,7 +133,7 @@ pub const JOURNAL_MEMORY_TEMP_FILE: Profile = sweep(
     "journal_memory_temp_file",
     "journal_mode MEMORY and temp_store FILE (combined)",
     true,
-    &[PAGE_4K, LOCK_EXCLUSIVE, JOURNAL_IN_HEAP, SYNC_NORMAL, TEMP_FILE, CACHE_WHOLE],
+    &stablebench_pragmas::RECOMMENDED,
 );
 
 /// The recommended profile with 16 KiB pages, the page size ic-sqlite-vfs fixes: where a table's

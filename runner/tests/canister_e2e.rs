@@ -342,8 +342,10 @@ fn orders_digest(c: &mut Canister) -> Vec<Vec<Value>> {
 #[test]
 fn an_index_too_large_for_the_budget_is_built_across_calls_while_writes_and_upgrades_go_on() {
     let (mut c, mut model) = (install(Limits::PRODUCTION), install(Limits::PRODUCTION));
+    // More users than one copy window (shadow::COPY_WINDOW), so that the users' build too
+    // spans calls (a table of at most one window is copied and swapped in one call).
     for c in [&mut c, &mut model] {
-        load(c, 10_000, 100_000);
+        load(c, 25_000, 100_000);
     }
     // The smallest budget the canister takes: neither index fits it (the users' is a parent
     // table, the orders' a child), so both are built through shadow tables.

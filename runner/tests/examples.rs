@@ -1,0 +1,210 @@
+//! The example canisters of `examples/` (built by `scripts/build.sh examples`), installed, written,
+//! upgraded and read back through the runner, as a user copying them would deploy them; and the
+//! instructions of one call of each, printed for the README:
+//! `cargo test --release -p stablebench-runner --test examples -- --nocapture`.
+
+mod common;
+
+use std::sync::Arc;
+
+use candid::{CandidType, Deserialize, Principal};
+use common::{code, decode, unit};
+use serde_bytes::ByteBuf;
+use stablebench_canister::{Cost, Error};
+use stablebench_runner::canister::{default_controller, Canister, Code, Options, Reject};
+use stablebench_runner::instrument::Metering;
+
+/// `target/canister/<name>.wasm`, instrumented and compiled.
+fn example(name: &str) -> Arc<Code> {
+    let path = format!("{}/../target/canister/{name}.wasm", env!("CARGO_MANIFEST_DIR"));
+    assert!(
+        std::path::Path::new(&path).exists(),
+        "{path} is missing: run scripts/build.sh examples first (scripts/test.sh does)"
+    );
+    Code::from_file(path.as_ref(), Metering::On).expect("the example wasm loads")
+}
+
+/// examples/sqlite's install argument (`InitArgs`).
+#[derive(CandidType, Deserialize)]
+struct InitArgs {
+    wasm_memory_limit: Option<u64>,
+}
+
+#[derive(CandidType, Deserialize, Debug, PartialEq)]
+struct Note {
+    id: u64,
+    text: String,
+}
+
+fn limit_arg(limit: Option<u64>) -> Vec<u8> {
+    candid::encode_one(Some(InitArgs { wasm_memory_limit: limit })).unwrap()
+}
+
+fn add_notes(c: &mut Canister, texts: &[&str], caller: Principal) -> (Result<Vec<u64>, String>, u64) {
+    let out = c.update("add_notes", &candid::encode_one(texts).unwrap(), caller);
+    let instructions = out.instructions;
+    (decode(out, "add_notes"), instructions)
+}
+
+fn notes(c: &mut Canister, after: Option<u64>, limit: u32) -> Vec<Note> {
+    decode::<Result<Vec<Note>, String>>(
+        c.query("notes", &candid::encode_args((after, limit)).unwrap(), default_controller()),
+        "notes",
+    )
+    .expect("notes")
+}
+
+fn pragmas(c: &mut Canister) -> Vec<(String, String)> {
+    decode::<Result<Vec<(String, String)>, String>>(c.query("pragmas", &unit(), default_controller()), "pragmas")
+        .expect("pragmas")
+}
+
+/// What `pragmas` must read back: the recommended settings as SQLite reports them, with the cache
+/// bounded to a quarter of `limit` (as negative KiB).
+fn expected_pragmas(limit: u64) -> Vec<(String, String)> {
+    stablebench_pragmas::RECOMMENDED
+        .iter()
+        .map(|p| {
+            let reported = match p.name {
+                "cache_size" => format!("-{}", stablebench_pragmas::cache_bound_kib(limit)),
+                _ => stablebench_pragmas::normalize(p.name, p.value).to_ascii_lowercase(),
+            };
+            (p.name.to_string(), reported)
+        })
+        .collect()
+}
+
+#[test]
+fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
+    let code = example("example_sqlite");
+    let limit = 256 << 20;
+    let mut c = Canister::install(code.clone(), &limit_arg(Some(limit)), Options::default()).expect("installs").0;
+    assert_eq!(pragmas(&mut c), expected_pragmas(limit));
+
+    let (ids, first) = add_notes(&mut c, &["one", "two", "three"], default_controller());
+    assert_eq!(ids, Ok(vec![1, 2, 3]));
+    // Refused, and nothing stored: a stranger, an empty note among good ones, too many notes.
+    let (stranger, _) = add_notes(&mut c, &["x"], Principal::anonymous());
+    assert_eq!(stranger, Err("only a controller can add notes".to_string()));
+    let (bad, _) = add_notes(&mut c, &["four", ""], default_controller());
+    assert!(bad.unwrap_err().contains("note 1 is empty"));
+    let many = vec!["n"; 1001];
+    assert!(add_notes(&mut c, &many, default_controller()).0.unwrap_err().contains("at most 1000"));
+    let stored = notes(&mut c, None, 100);
+    assert_eq!(stored.iter().map(|n| n.text.as_str()).collect::<Vec<_>>(), ["one", "two", "three"]);
+
+    // An upgrade without an argument: the same rows, the settings applied again, the cache
+    // bounded by the default 3 GiB limit.
+    let out = c.upgrade(code.clone(), &candid::encode_one(None::<InitArgs>).unwrap());
+    assert!(out.result.is_ok(), "{:?}", out.result);
+    assert_eq!(notes(&mut c, None, 100), stored);
+    assert_eq!(pragmas(&mut c), expected_pragmas(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES));
+    let (more, _) = add_notes(&mut c, &["four"], default_controller());
+    assert_eq!(more, Ok(vec![4]));
+    assert_eq!(notes(&mut c, Some(3), 100), vec![Note { id: 4, text: "four".into() }]);
+
+    // One call of each endpoint, for the README (the runner's replica accounting).
+    let batch: Vec<String> = (0..100).map(|i| format!("note number {i:03} of a batch of one hundred")).collect();
+    let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
+    let (_, hundred) = add_notes(&mut c, &batch, default_controller());
+    let page = c.query("notes", &candid::encode_args((None::<u64>, 100u32)).unwrap(), default_controller());
+    let read = c.query("pragmas", &unit(), default_controller());
+    println!("example_sqlite: add_notes(3 notes) {first} instructions; add_notes(100 notes) {hundred}; notes(page of 100) {}; pragmas {}", page.instructions, read.instructions);
+}
+
+#[test]
+fn the_sqlite_example_refuses_to_start_over_a_database_with_another_page_size() {
+    // The stablebench canister with 64 KiB pages and its tables created: the database file the
+    // example would open (ic-rusqlite's default mount) has a page size fixed at 65536.
+    let arg = candid::encode_one(Some(stablebench_canister::InitArgs {
+        profile: Some("page_64k".into()),
+        wasm_memory_limit: None,
+    }))
+    .unwrap();
+    let mut c = Canister::install(code(), &arg, Options::default()).expect("installs").0;
+    decode::<Result<Cost, Error>>(c.update("create_schema", &unit(), default_controller()), "create_schema").unwrap();
+
+    let out = c.upgrade(example("example_sqlite"), &limit_arg(None));
+    let Err(Reject::Trapped(trap)) = &out.result else { panic!("the upgrade was not refused: {:?}", out.result) };
+    let why = trap.to_string();
+    assert!(
+        why.contains(
+            "refusing to start: PRAGMA page_size = 4096 did not take effect (SQLite reports 65536): \
+             the page size is fixed once the first table exists"
+        ),
+        "{why}"
+    );
+    // Left as it was: still the stablebench canister, its tables there and no `notes` table.
+    let tables =
+        common::sql(&mut c, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name").expect("query_sql");
+    let text = |s: &str| vec![stablebench::query::Value::Text(s.into())];
+    assert_eq!(tables.rows, vec![text("orders"), text("sqlite_sequence"), text("users")]);
+}
+
+fn put(
+    c: &mut Canister,
+    map: &str,
+    key: u64,
+    value: &[u8],
+    caller: Principal,
+) -> (Result<Option<ByteBuf>, String>, u64) {
+    let out = c.update(&format!("{map}_put"), &candid::encode_args((key, ByteBuf::from(value))).unwrap(), caller);
+    let instructions = out.instructions;
+    (decode(out, "put"), instructions)
+}
+
+fn get(c: &mut Canister, map: &str, key: u64) -> (Option<ByteBuf>, u64) {
+    let out = c.query(&format!("{map}_get"), &candid::encode_one(key).unwrap(), default_controller());
+    let instructions = out.instructions;
+    (decode(out, "get"), instructions)
+}
+
+/// The value stored under `key` by the maps test: 100 bytes that depend on the key.
+fn value(key: u64) -> Vec<u8> {
+    (0..100).map(|i| (key.wrapping_mul(31) + i) as u8).collect()
+}
+
+#[test]
+fn both_map_examples_keep_their_entries_across_upgrades() {
+    const ENTRIES: u64 = 10_000;
+    let code = example("example_maps");
+    let mut c = Canister::install(code.clone(), &unit(), Options::default()).expect("installs").0;
+    for map in ["stable", "heap"] {
+        for key in 0..ENTRIES {
+            assert_eq!(put(&mut c, map, key, &value(key), default_controller()).0, Ok(None), "{map} {key}");
+        }
+        let (replaced, _) = put(&mut c, map, 7, b"seven", default_controller());
+        assert_eq!(replaced, Ok(Some(ByteBuf::from(value(7)))));
+        assert_eq!(put(&mut c, map, 1, b"x", Principal::anonymous()).0, Err("only a controller can write".to_string()));
+        assert!(put(&mut c, map, 1, &vec![0; 64 * 1024 + 1], default_controller())
+            .0
+            .unwrap_err()
+            .contains("at most 65536"));
+    }
+    let len = |c: &mut Canister| -> (u64, u64) {
+        candid::decode_args(&c.query("len", &unit(), default_controller()).result.expect("len")).expect("len")
+    };
+    assert_eq!(len(&mut c), (ENTRIES, ENTRIES));
+
+    let out = c.upgrade(code.clone(), &unit());
+    assert!(out.result.is_ok(), "{:?}", out.result);
+    let upgrade = out.instructions;
+    assert_eq!(len(&mut c), (ENTRIES, ENTRIES));
+    for map in ["stable", "heap"] {
+        assert_eq!(get(&mut c, map, 7).0, Some(ByteBuf::from(&b"seven"[..])), "{map}");
+        for key in (0..ENTRIES).filter(|&k| k != 7).step_by(97) {
+            assert_eq!(get(&mut c, map, key).0, Some(ByteBuf::from(value(key))), "{map} {key}");
+        }
+        assert_eq!(get(&mut c, map, ENTRIES).0, None);
+    }
+
+    // One call of each, at 10,000 entries of 100 bytes, after the upgrade (for the README).
+    let mut costs = Vec::new();
+    for map in ["stable", "heap"] {
+        let (_, put_new) = put(&mut c, map, ENTRIES + 1, &value(1), default_controller());
+        let (_, put_over) = put(&mut c, map, 5_000, &value(2), default_controller());
+        let (_, read) = get(&mut c, map, 4_999);
+        costs.push(format!("{map}: put (new key) {put_new}, put (existing key) {put_over}, get {read}"));
+    }
+    println!("example_maps at {ENTRIES} entries of 100 bytes: {}; upgrade {upgrade}", costs.join("; "));
+}
