@@ -5,7 +5,8 @@
 # docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark
 # wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), docs/scaling.md with docs/scaling.svg (the
 # users/orders steps from 10k to 10M orders), docs/vfs.md (ic-rusqlite against
-# ic-sqlite-vfs), and the
+# ic-sqlite-vfs), the results site docs/site/ (src/report/site.rs; scripts/site-check.sh opens it in
+# headless Chromium and saves its screenshots), and the
 # README's generated tables (results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
 # sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm
 # files of both canisters
@@ -28,4 +29,6 @@ cargo test --locked --release --test readme >&2
 "$ROOT/scripts/build.sh" production
 "$ROOT/scripts/build.sh" vfs
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml and the README tables (results of $STABLEBENCH_RESULTS_DATE)"
+# Again: the site's index (docs/site/) quotes the README's per-call table just rewritten.
+cargo test --locked --release --test readme >&2
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml, the README tables and the results site docs/site/ (results of $STABLEBENCH_RESULTS_DATE)"

@@ -73,5 +73,11 @@ grep -q '^| add_users | 1 | 0 |' "$load_log" && grep -q '^| add_orders | 1 | 0 |
 
 log "running every benchmark of the grid (offline runner, checked against canbench_results.yml and vfs/canbench_results.yml)"
 cargo build --locked --release -p stablebench-runner
-"$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check
-(cd vfs && "$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check)
+cargo build --locked --release --features report --bin stablebench-report
+# --csv: canbench's CSV of this run against the committed results, which becomes
+# target/site/compare.html (what moved, for the CI artifact) whether or not --check passes.
+status=0
+"$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check --csv || status=$?
+(cd vfs && "$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check --csv) || status=$?
+"$ROOT/target/release/stablebench-report" compare canbench_results.csv vfs/canbench_results.csv --out target/site/compare.html
+[ "$status" -eq 0 ] || die "the grid's benchmarks failed or canbench_results.yml is stale (target/site/compare.html shows what moved)"

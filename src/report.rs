@@ -15,6 +15,8 @@ pub mod results;
 #[cfg(feature = "report")]
 pub mod scaling;
 #[cfg(feature = "report")]
+pub mod site;
+#[cfg(feature = "report")]
 pub mod sysrepo;
 #[cfg(feature = "report")]
 pub mod vfs;

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
 use stablebench::report::results::Results;
-use stablebench::report::{self, chia, kv, scaling, sysrepo, vfs, Measured};
+use stablebench::report::{self, chia, kv, scaling, site, sysrepo, vfs, Measured};
+use stablebench_grid::cells::{Backend, Cell, Workload};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -47,6 +48,7 @@ const CHIA_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.md");
 const CHIA_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.svg");
 const SCALING_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scaling.md");
 const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scaling.svg");
+const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/site");
 const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/chia_pages_results.yml");
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
@@ -129,6 +131,59 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "vfs-summary", &vfs.readme);
     let want = splice(&want, "scaling-table", &scaling.readme);
     let want = splice(&want, "example-open", &example_open());
+    let docs = [
+        site::Doc {
+            page: "users_orders.html",
+            source: "results.md",
+            title: "Pragma profiles",
+            summary: "the users/orders workload's nine steps under every SQLite pragma profile, at 100,000 users and 1,000,000 orders",
+            markdown: &rep.markdown,
+            cells: |c| c.workload() == Workload::UsersOrders && c.size == stablebench::bench::Sizes::REFERENCE.orders,
+        },
+        site::Doc {
+            page: "scaling.html",
+            source: "scaling.md",
+            title: "Scaling",
+            summary: "the nine users/orders steps from 10,000 to 10,000,000 orders under the recommended profile",
+            markdown: &scaling.markdown,
+            cells: |c| c.workload() == Workload::UsersOrders && c.profile == Some(DEFAULT) && c.backend == Backend::Sqlite,
+        },
+        site::Doc {
+            page: "kv.html",
+            source: "kv.md",
+            title: "Key-value",
+            summary: "Substrate's trie and rippled's NodeStore on SQLite, StableBTreeMap and a heap map",
+            markdown: &kv.markdown,
+            cells: |c| matches!(c.workload(), Workload::Trie | Workload::NodeStore),
+        },
+        site::Doc {
+            page: "sysrepo.html",
+            source: "sysrepo.md",
+            title: "sysrepo",
+            summary: "sysrepo's datastore tests on a JSON document, SQLite and StableBTreeMap",
+            markdown: &sysrepo.markdown,
+            cells: |c| c.workload() == Workload::Sysrepo,
+        },
+        site::Doc {
+            page: "chia.html",
+            source: "chia.md",
+            title: "Chia coin store",
+            summary: "Chia's coin-store schemas replayed from a synthetic chain",
+            markdown: &chia.markdown,
+            cells: |c| c.workload() == Workload::Chia,
+        },
+        site::Doc {
+            page: "vfs.html",
+            source: "vfs.md",
+            title: "ic-sqlite-vfs",
+            summary: "SQLite two ways: ic-rusqlite against ic-sqlite-vfs",
+            markdown: &vfs.markdown,
+            cells: |c: &Cell| matches!(c.backend, Backend::SqliteVfs | Backend::SqliteVfsRowid),
+        },
+    ];
+    let site_files = site::generate(&results, &site_answer(&want), &docs, command, &date);
+    let site_files: Vec<(String, &String)> =
+        site_files.iter().map(|f| (format!("{SITE}/{}", f.name), &f.text)).collect();
     let files = [
         (RESULTS_MD, &rep.markdown),
         (RESULTS_SVG, &rep.svg),
@@ -143,20 +198,123 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         (SCALING_MD, &scaling.markdown),
         (SCALING_SVG, &scaling.svg),
     ];
+    let files: Vec<(String, &String)> =
+        files.into_iter().map(|(p, t)| (p.to_string(), t)).chain(site_files.iter().cloned()).collect();
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
         std::fs::write(README, &want).unwrap();
-        std::fs::create_dir_all(concat!(env!("CARGO_MANIFEST_DIR"), "/docs")).unwrap();
-        for (path, text) in files {
+        std::fs::create_dir_all(SITE).unwrap();
+        for entry in std::fs::read_dir(SITE).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() && !files.iter().any(|(p, _)| std::path::Path::new(p) == path) {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+        for (path, text) in &files {
             std::fs::write(path, text).unwrap();
         }
         return;
     }
     let stale = "stale: run scripts/report.sh";
     assert!(doc == want, "README.md tables are {stale}");
-    for (path, text) in files {
-        let name = path.rsplit('/').next().unwrap();
-        assert!(std::fs::read_to_string(path).unwrap_or_default() == *text, "docs/{name} is {stale}");
+    for (path, text) in &files {
+        let name = path.strip_prefix(concat!(env!("CARGO_MANIFEST_DIR"), "/")).unwrap();
+        assert!(std::fs::read_to_string(path).unwrap_or_default() == **text, "{name} is {stale}");
     }
+    for entry in std::fs::read_dir(SITE).expect("docs/site: run scripts/report.sh") {
+        let path = entry.unwrap().path();
+        assert!(
+            !path.is_file() || files.iter().any(|(p, _)| std::path::Path::new(p) == path),
+            "{} is no page of the site: {stale}",
+            path.display()
+        );
+    }
+}
+
+/// The markdown between `<!-- name:begin -->` and `<!-- name:end -->` in the README.
+fn fragment<'a>(readme: &'a str, name: &str) -> &'a str {
+    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
+    let b = readme.find(&begin).unwrap_or_else(|| panic!("README.md has no {begin}")) + begin.len();
+    let e = readme[b..].find(&end).unwrap_or_else(|| panic!("README.md has no {end}")) + b;
+    &readme[b..e]
+}
+
+/// The site index's first section: the answers, from the README's generated tables.
+fn site_answer(readme: &str) -> String {
+    format!(
+        "## Which SQLite settings\n\nThe recommendation is `{default}` (the canister's default, and \
+         `RECOMMENDED` in the `stablebench-pragmas` crate): the fastest profile on the nine users/orders \
+         steps that keeps COMMIT and ROLLBACK atomic, the database in stable memory and foreign keys \
+         enforced. Every profile, over those nine steps:\n\n{profiles}\n\
+         ## Which backend for which pattern\n\nInstructions per operation, SQLite under the recommended \
+         profile; details on the [key-value page](kv.md).\n\n{patterns}\n\
+         ## The IC DbWeight\n\nWhat Substrate's `DbWeight` would be on the IC: instructions per read and \
+         write at 200,000 keys.\n\n{dbweight}\n\
+         ## One call of a key-value backend\n\nA whole message against the same operation inside a \
+         benchmark (instructions; `runner/tests/per_call.rs`).\n\n{per_call}\n\
+         ## One call of every users/orders endpoint, against its floor\n\nThe smallest useful call of \
+         each endpoint, whole message, next to the same SQL statement alone in a minimal message \
+         (instructions; `runner/tests/endpoints.rs`).\n\n{endpoints}\n\
+         ## How the users/orders steps scale\n\nDetails on the [scaling page](scaling.md).\n\n{scaling}",
+        default = DEFAULT.name,
+        profiles = fragment(readme, "profiles-table"),
+        patterns = fragment(readme, "kv-patterns"),
+        dbweight = fragment(readme, "dbweight-table"),
+        per_call = fragment(readme, "per-call-table"),
+        endpoints = fragment(readme, "endpoint-table"),
+        scaling = fragment(readme, "scaling-table"),
+    )
+}
+
+/// Every link and image of the site leads somewhere: a relative target exists (under
+/// `docs/site/`), an anchor names an element of its page, and the pages link each other.
+#[test]
+fn every_link_and_image_of_the_site_resolves() {
+    if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
+        return; // The other test is writing the site; the next plain run checks it.
+    }
+    let pages: Vec<std::path::PathBuf> = std::fs::read_dir(SITE)
+        .expect("docs/site: run scripts/report.sh")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "html"))
+        .collect();
+    assert!(pages.len() >= 3, "docs/site has {} pages", pages.len());
+    let ids = |path: &std::path::Path| -> Vec<String> { attributes(&std::fs::read_to_string(path).unwrap(), "id") };
+    let (mut checked, mut images) = (0, 0);
+    for page in &pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        let name = page.file_name().unwrap().to_string_lossy().to_string();
+        let refs: Vec<String> = attributes(&html, "href").into_iter().chain(attributes(&html, "src")).collect();
+        images += attributes(&html, "src").iter().filter(|s| s.ends_with(".svg") || s.ends_with(".png")).count();
+        for r in refs {
+            if r.contains("://") || r.starts_with("mailto:") {
+                continue;
+            }
+            let r = r.replace("&amp;", "&");
+            let (path, anchor) = r.split_once('#').map_or((r.as_str(), None), |(p, a)| (p, Some(a)));
+            let target = if path.is_empty() { page.clone() } else { page.parent().unwrap().join(path) };
+            assert!(target.exists(), "{name}: {r} leads to {} which does not exist", target.display());
+            if let Some(anchor) = anchor.filter(|_| target.extension().is_some_and(|x| x == "html")) {
+                assert!(
+                    ids(&target).iter().any(|i| i == anchor),
+                    "{name}: {r}: no id {anchor:?} in {}",
+                    target.display()
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 50 && images > 3, "only {checked} links and {images} images checked");
+}
+
+/// The values of every `name="..."` attribute in `html`.
+fn attributes(html: &str, name: &str) -> Vec<String> {
+    let key = format!(" {name}=\"");
+    html.match_indices(&key)
+        .map(|(i, _)| {
+            let rest = &html[i + key.len()..];
+            rest[..rest.find('"').unwrap()].to_string()
+        })
+        .collect()
 }
 
 /// The canister's default profile is the one the committed results recommend: the fastest
