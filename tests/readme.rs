@@ -181,7 +181,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             cells: |c: &Cell| matches!(c.backend, Backend::SqliteVfs | Backend::SqliteVfsRowid),
         },
     ];
-    let site_files = site::generate(&results, &site_answer(&want), &docs, command, &date);
+    let site_files = site::generate(&results, &site_answer(&want), &docs, &flamegraphs(), command, &date);
     let site_files: Vec<(String, &String)> =
         site_files.iter().map(|f| (format!("{SITE}/{}", f.name), &f.text)).collect();
     let files = [
@@ -228,6 +228,25 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             path.display()
         );
     }
+}
+
+/// The benchmarks with a committed flamegraph (`docs/site/flamegraphs/<benchmark>.svg`, written
+/// by `scripts/site-flamegraphs.sh`); each must be a benchmark of the grid, so that a renamed one
+/// cannot leave its flamegraph behind.
+fn flamegraphs() -> Vec<String> {
+    let dir = format!("{SITE}/flamegraphs");
+    let mut names: Vec<String> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .map(|f| f.strip_suffix(".svg").unwrap_or_else(|| panic!("{dir}/{f} is not an SVG")).to_string())
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    for n in &names {
+        assert!(stablebench_grid::cells::by_name(n).is_some(), "{dir}/{n}.svg: {n} is no benchmark of the grid");
+    }
+    names
 }
 
 /// The markdown between `<!-- name:begin -->` and `<!-- name:end -->` in the README.

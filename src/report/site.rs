@@ -49,14 +49,18 @@ pub struct Doc<'a> {
     pub cells: fn(&Cell) -> bool,
 }
 
-/// Flamegraphs committed with the repository (`scripts/bench.sh PATTERN --profile` writes one per
-/// benchmark to `target/profile`): benchmark name and path relative to `docs/`.
-pub const FLAMEGRAPHS: &[(&str, &str)] =
-    &[("sqlite_insert_users_100k_journal_memory_temp_file", "breakdown_insert_users.svg")];
-
 /// The site's pages: `answer` (markdown, the index's first section), one page per `docs` entry,
-/// and `benchmarks.html`, from `results` (measured by `command` on `date`).
-pub fn generate(results: &Results, answer: &str, docs: &[Doc], command: &str, date: &str) -> Vec<File> {
+/// and `benchmarks.html`, from `results` (measured by `command` on `date`). `flamegraphs` are the
+/// benchmarks with a committed flamegraph (`scripts/site-flamegraphs.sh` writes
+/// `docs/site/flamegraphs/<benchmark>.svg`), linked from their rows.
+pub fn generate(
+    results: &Results,
+    answer: &str,
+    docs: &[Doc],
+    flamegraphs: &[String],
+    command: &str,
+    date: &str,
+) -> Vec<File> {
     let nav = nav(docs);
     let footer = footer(command, date);
     let mut files = Vec::new();
@@ -94,7 +98,7 @@ pub fn generate(results: &Results, answer: &str, docs: &[Doc], command: &str, da
     for d in docs {
         let mut body = markdown_to_html(d.markdown, docs);
         let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
-        body += &benchmark_table(results, d.cells, "benchmark-table");
+        body += &benchmark_table(results, d.cells, flamegraphs, "benchmark-table");
         files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer) });
     }
 
@@ -103,7 +107,7 @@ pub fn generate(results: &Results, answer: &str, docs: &[Doc], command: &str, da
              <em>Per call</em> is the instructions of one timed iteration (the total over the \
              iterations the benchmark repeats, divided by them); the limits, cycles and USD are \
              those of one such call as an update message.</p>\n";
-    body += &benchmark_table(results, |_| true, "benchmark-table");
+    body += &benchmark_table(results, |_| true, flamegraphs, "benchmark-table");
     files.push(File { name: "benchmarks.html".into(), text: page("All benchmarks", &nav, &body, &footer) });
 
     files.push(File { name: "style.css".into(), text: STYLE.into() });
@@ -150,7 +154,7 @@ fn page(title: &str, nav: &str, body: &str, footer: &str) -> String {
 }
 
 /// The table of the benchmarks `pick` selects, with a filter form above it (`filter.js`).
-fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, id: &str) -> String {
+fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[String], id: &str) -> String {
     let rows: Vec<(&Cell, &Measurement)> =
         results.iter().filter(|(c, _)| pick(c)).map(|(c, r)| (c, &r.total)).collect();
     let mut choices: [Vec<String>; 4] = Default::default();
@@ -194,11 +198,11 @@ fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, id: &str) -> Stri
             fits.to_string()
         };
         let name = c.name();
-        let flame = FLAMEGRAPHS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, path)| format!("<a href=\"../{path}\">svg</a>"))
-            .unwrap_or_default();
+        let flame = if flamegraphs.contains(&name) {
+            format!("<a href=\"flamegraphs/{name}.svg\">step</a>")
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             t,
             "<tr data-workload=\"{w}\" data-backend=\"{b}\" data-size=\"{s}\" data-settings=\"{p}\" data-name=\"{name}\">\
