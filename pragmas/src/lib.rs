@@ -222,7 +222,7 @@ mod sqlite {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "rusqlite"))]
 mod tests {
     use super::*;
     use rusqlite::Connection;

@@ -78,7 +78,8 @@ fn expected_pragmas(limit: u64) -> Vec<(String, String)> {
 fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
     let code = example("example_sqlite");
     let limit = 256 << 20;
-    let mut c = Canister::install(code.clone(), &limit_arg(Some(limit)), Options::default()).expect("installs").0;
+    let opts = Options { wasm_memory_limit: limit, ..Options::default() };
+    let mut c = Canister::install(code.clone(), &limit_arg(Some(limit)), opts).expect("installs").0;
     assert_eq!(pragmas(&mut c), expected_pragmas(limit));
 
     let (ids, first) = add_notes(&mut c, &["one", "two", "three"], default_controller());
@@ -94,11 +95,19 @@ fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
     assert_eq!(stored.iter().map(|n| n.text.as_str()).collect::<Vec<_>>(), ["one", "two", "three"]);
 
     // An upgrade without an argument: the same rows, the settings applied again, the cache
-    // bounded by the default 3 GiB limit.
+    // still bounded by the limit given at install (saved in the database).
     let out = c.upgrade(code.clone(), &candid::encode_one(None::<InitArgs>).unwrap());
     assert!(out.result.is_ok(), "{:?}", out.result);
     assert_eq!(notes(&mut c, None, 100), stored);
-    assert_eq!(pragmas(&mut c), expected_pragmas(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES));
+    assert_eq!(pragmas(&mut c), expected_pragmas(limit));
+    // A limit too small for a useful cache is refused, and the upgrade with it.
+    let out = c.upgrade(code.clone(), &limit_arg(Some(1 << 20)));
+    let Err(Reject::Trapped(trap)) = &out.result else { panic!("a 1 MiB limit was accepted: {:?}", out.result) };
+    assert!(
+        trap.to_string().contains("refusing to start: wasm_memory_limit 1048576 is below the 67108864 bytes"),
+        "{trap}"
+    );
+    assert_eq!(pragmas(&mut c), expected_pragmas(limit));
     let (more, _) = add_notes(&mut c, &["four"], default_controller());
     assert_eq!(more, Ok(vec![4]));
     assert_eq!(notes(&mut c, Some(3), 100), vec![Note { id: 4, text: "four".into() }]);
@@ -109,7 +118,82 @@ fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
     let (_, hundred) = add_notes(&mut c, &batch, default_controller());
     let page = c.query("notes", &candid::encode_args((None::<u64>, 100u32)).unwrap(), default_controller());
     let read = c.query("pragmas", &unit(), default_controller());
-    println!("example_sqlite: add_notes(3 notes) {first} instructions; add_notes(100 notes) {hundred}; notes(page of 100) {}; pragmas {}", page.instructions, read.instructions);
+    let table = format!(
+        "| call | instructions |\n|---|---:|\n\
+         | `add_notes`, 3 notes (the first write after install) | {} |\n\
+         | `add_notes`, 100 notes in one transaction | {} |\n\
+         | `notes`, a page of 100 | {} |\n\
+         | `pragmas` | {} |\n",
+        grouped(first),
+        grouped(hundred),
+        grouped(page.instructions),
+        grouped(read.instructions)
+    );
+    println!("{table}");
+    readme_fragment("example-sqlite-costs", &table);
+}
+
+#[test]
+fn the_sqlite_example_installed_without_a_limit_bounds_the_cache_by_the_ic_default() {
+    let mut c = Canister::install(example("example_sqlite"), &limit_arg(None), Options::default()).expect("installs").0;
+    assert_eq!(pragmas(&mut c), expected_pragmas(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES));
+    let (cache, bound) = (&pragmas(&mut c)[5], "-786432");
+    assert_eq!((cache.0.as_str(), cache.1.as_str()), ("cache_size", bound), "the README quotes this value");
+}
+
+/// `body`, the README's fragment between `<!-- name:begin -->` and `<!-- name:end -->`: written
+/// with `STABLEBENCH_REGENERATE_EXAMPLES=1`, else compared: the same text, every number within 2%
+/// (the README quotes one run; canbench's noise threshold).
+fn readme_fragment(name: &str, body: &str) {
+    static README_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = README_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let readme = std::fs::read_to_string(path).unwrap();
+    if std::env::var_os("STABLEBENCH_REGENERATE_EXAMPLES").is_some() {
+        std::fs::write(path, stablebench::report::splice(&readme, name, body).unwrap()).unwrap();
+        return;
+    }
+    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
+    let b = readme.find(&begin).unwrap_or_else(|| panic!("README.md has no {begin}")) + begin.len();
+    let e = readme[b..].find(&end).unwrap_or_else(|| panic!("README.md has no {end}")) + b;
+    let regenerate =
+        "regenerate with STABLEBENCH_REGENERATE_EXAMPLES=1 cargo test --release -p stablebench-runner --test examples";
+    let ((have_text, have), (want_text, want)) = (numbers(&readme[b..e]), numbers(body));
+    assert_eq!(have_text, want_text, "README.md's {name} differs: {regenerate}");
+    for (h, w) in have.iter().zip(&want) {
+        assert!((h - w).abs() <= 0.02 * w, "README.md's {name} says {h}, measured {w}: {regenerate}");
+    }
+}
+
+/// `text` with every number (digits with `,` thousands separators) replaced by `#`, and the numbers.
+fn numbers(text: &str) -> (String, Vec<f64>) {
+    let (mut out, mut found, mut digits) = (String::new(), Vec::new(), String::new());
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() {
+            while i < chars.len()
+                && (chars[i].is_ascii_digit()
+                    || (chars[i] == ',' && chars.get(i + 1..i + 4).is_some_and(|d| d.iter().all(char::is_ascii_digit))))
+            {
+                if chars[i] != ',' {
+                    digits.push(chars[i]);
+                }
+                i += 1;
+            }
+            found.push(digits.parse().unwrap());
+            digits.clear();
+            out.push('#');
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    (out, found)
+}
+
+fn grouped(n: u64) -> String {
+    stablebench_grid::grouped(n)
 }
 
 #[test]
@@ -204,7 +288,15 @@ fn both_map_examples_keep_their_entries_across_upgrades() {
         let (_, put_new) = put(&mut c, map, ENTRIES + 1, &value(1), default_controller());
         let (_, put_over) = put(&mut c, map, 5_000, &value(2), default_controller());
         let (_, read) = get(&mut c, map, 4_999);
-        costs.push(format!("{map}: put (new key) {put_new}, put (existing key) {put_over}, get {read}"));
+        let name = if map == "stable" { "`StableBTreeMap`" } else { "heap `BTreeMap`" };
+        costs.push(format!("| {name} | {} | {} | {} |", grouped(put_new), grouped(put_over), grouped(read)));
     }
-    println!("example_maps at {ENTRIES} entries of 100 bytes: {}; upgrade {upgrade}", costs.join("; "));
+    let table = format!(
+        "| map | put, new key | put, existing key | get |\n|---|---:|---:|---:|\n{}\n\n\
+         An upgrade with both maps full: {} instructions (`pre_upgrade` and `post_upgrade` together).\n",
+        costs.join("\n"),
+        grouped(upgrade)
+    );
+    println!("{table}");
+    readme_fragment("example-maps-costs", &table);
 }

@@ -460,8 +460,10 @@ pub fn compare(rows: &[CsvRow], noise_threshold: f64, source: &str) -> String {
          noise threshold {noise_threshold}% (canbench's <code>--noise-threshold</code>).</footer>",
         esc(source)
     );
+    // One file on its own (a CI artifact): the stylesheet inline, no filters to script.
     page("A run compared", nav, &body, &footer)
         .replace("<link rel=\"stylesheet\" href=\"style.css\">", &format!("<style>\n{STYLE}</style>"))
+        .replace("<script src=\"filter.js\"></script>\n", "")
 }
 
 /// The site's stylesheet.
@@ -535,6 +537,7 @@ new,d,,,,5,,,0,,,0,,
         assert!(!html.contains("a::setup"), "scopes are left out");
         assert!(html.contains("class=\"n worse\">+11.11%") && html.contains("class=\"n better\">-10.00%"));
         assert!(html.contains("<li><code>d</code>: 5 instructions</li>"));
+        assert!(!html.contains("src=") && !html.contains("href=\"style.css\""), "one file on its own");
     }
 
     #[test]

@@ -7,6 +7,11 @@
 //!   `pre_upgrade` and read back in `post_upgrade`. Calls are cheaper; the map must fit the heap
 //!   twice over at upgrade (this example encodes it whole) and the upgrade's instruction limit.
 //!
+//! It owns stable memory through its own `MemoryManager`. In a canister that also uses
+//! ic-rusqlite, take these two virtual memories from `ic_rusqlite::MEMORY_MANAGER` instead (with
+//! ids outside 101..=120, which ic-rusqlite uses): two managers over one stable memory overwrite
+//! each other's data.
+//!
 //! Built by `scripts/build.sh examples`; tested and measured through the offline runner by
 //! `runner/tests/examples.rs`; its interface is `examples/maps/example_maps.did`.
 #![cfg(target_arch = "wasm32")]

@@ -8,22 +8,32 @@
 
 // README:open:begin
 use candid::{CandidType, Deserialize};
-use ic_rusqlite::{close_connection, with_connection};
+use ic_rusqlite::{close_connection, with_connection, OptionalExtension};
 
 /// Install and upgrade argument: `dfx deploy --argument '(opt record { wasm_memory_limit = opt 1_073_741_824 })'`.
 #[derive(CandidType, Deserialize, Default)]
 pub struct InitArgs {
     /// The canister's `wasm_memory_limit` in bytes (what `dfx canister update-settings
-    /// --wasm-memory-limit` set; a canister cannot read it). Default: the IC's 3 GiB.
+    /// --wasm-memory-limit` set; a canister cannot read it). Default: the value given at the last
+    /// install or upgrade, else the IC's 3 GiB.
     pub wasm_memory_limit: Option<u64>,
 }
 
-const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)";
+/// The smallest `wasm_memory_limit` accepted: below it the page cache (a quarter) is too small.
+const MIN_WASM_MEMORY_LIMIT: u64 = 64 << 20;
+
+const SCHEMA: &str = "CREATE TABLE IF NOT EXISTS notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);
+    CREATE TABLE IF NOT EXISTS settings (name TEXT PRIMARY KEY, value INTEGER NOT NULL)";
 
 /// Opens the database in stable memory with the recommended settings, in their order, reads each
-/// back, and bounds the page cache to a quarter of the heap limit. Call it from init and
-/// post_upgrade: the per-connection settings are not stored in the file.
-fn open(wasm_memory_limit: u64) -> Result<(), String> {
+/// back, and bounds the page cache to a quarter of the heap limit (the one given, else the one
+/// saved). Call it from init and post_upgrade: the per-connection settings are not stored in the file.
+fn open(wasm_memory_limit: Option<u64>) -> Result<(), String> {
+    if let Some(limit) = wasm_memory_limit.filter(|&l| l < MIN_WASM_MEMORY_LIMIT) {
+        return Err(format!(
+            "wasm_memory_limit {limit} is below the {MIN_WASM_MEMORY_LIMIT} bytes this canister needs"
+        ));
+    }
     // An empty map: ic-rusqlite would otherwise apply its own defaults from a HashMap, in no
     // fixed order (page_size could come after the first table exists).
     ic_rusqlite::set_connection_config(ic_rusqlite::ConnectionConfig {
@@ -32,8 +42,19 @@ fn open(wasm_memory_limit: u64) -> Result<(), String> {
     });
     with_connection(|conn| {
         stablebench_pragmas::apply(&conn, &stablebench_pragmas::RECOMMENDED).map_err(|e| e.to_string())?;
-        stablebench_pragmas::bound_cache(&conn, wasm_memory_limit).map_err(|e| e.to_string())?;
-        conn.execute_batch(SCHEMA).map_err(|e| e.to_string())
+        let sql = |e: ic_rusqlite::Error| e.to_string();
+        conn.execute_batch(SCHEMA).map_err(sql)?;
+        if let Some(limit) = wasm_memory_limit {
+            conn.execute("INSERT OR REPLACE INTO settings VALUES ('wasm_memory_limit', ?1)", [limit as i64])
+                .map_err(sql)?;
+        }
+        let saved: Option<i64> = conn
+            .query_row("SELECT value FROM settings WHERE name = 'wasm_memory_limit'", (), |r| r.get(0))
+            .optional()
+            .map_err(sql)?;
+        let limit = saved.map_or(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES, |l| l as u64);
+        stablebench_pragmas::bound_cache(&conn, limit).map_err(sql)?;
+        Ok(())
     })
 }
 
@@ -53,10 +74,10 @@ fn post_upgrade(args: Option<InitArgs>) {
     start(args);
 }
 
-/// A trap in init or post_upgrade leaves the canister as it was (an upgrade is rolled back).
+/// A trap in init or post_upgrade leaves the canister as it was (an upgrade is rolled back, the
+/// saved limit with it).
 fn start(args: Option<InitArgs>) {
-    let limit = args.and_then(|a| a.wasm_memory_limit).unwrap_or(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES);
-    if let Err(e) = open(limit) {
+    if let Err(e) = open(args.and_then(|a| a.wasm_memory_limit)) {
         ic_cdk::trap(format!("refusing to start: {e}"));
     }
 }
