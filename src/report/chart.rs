@@ -494,6 +494,76 @@ fn draw_scaling(curves: &[super::scaling::Curve], svg: &mut String) -> Drawn {
     Ok(())
 }
 
+/// One benchmark on a [`limits`] chart: its backend, instructions per call, and heap and stable
+/// memory growth in MiB.
+pub type LimitPoint = (Backend, f64, f64, f64);
+
+/// The smallest growth a [`limits`] chart shows, MiB: a benchmark that grew nothing is drawn here.
+const GROWTH_FLOOR_MIB: f64 = 0.01;
+
+/// A results page's benchmarks against the IC's limits: instructions per call (x) against heap
+/// growth (left) and stable memory growth (right), both axes logarithmic, a point per benchmark in
+/// its backend's colour; the 5 B query and 40 B update limits as vertical lines, the 3 GiB default
+/// `wasm_memory_limit` as a horizontal line on the heap panel. The headroom of every benchmark is
+/// its distance to those lines.
+pub fn limits(title: &str, points: &[LimitPoint]) -> String {
+    let mut svg = String::new();
+    draw_limits(title, points, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+fn draw_limits(title: &str, points: &[LimitPoint], svg: &mut String) -> Drawn {
+    use stablebench_grid::ic::{DEFAULT_WASM_MEMORY_LIMIT_BYTES, QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
+    let root = SVGBackend::with_string(svg, (1100, 520)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(title, ("sans-serif", 20))?;
+    let mut backends: Vec<Backend> = points.iter().map(|p| p.0).collect();
+    backends.sort();
+    backends.dedup();
+    // The legend in rows of three, so that six backends fit the width.
+    let rows = backends.len().div_ceil(3).max(1);
+    let (strips, panels) = root.split_vertically(28 * rows as u32);
+    for (strip, keys) in strips.split_evenly((rows, 1)).iter().zip(backends.chunks(3)) {
+        legend(strip, Mark::Line, keys)?;
+    }
+    let limits = [(QUERY_INSTRUCTION_LIMIT as f64, "5 B query"), (UPDATE_INSTRUCTION_LIMIT as f64, "40 B update")];
+    let x_range = log_range(points.iter().map(|p| p.1).chain(limits.iter().map(|l| l.0)), (1e3, 1e11));
+    let heap_limit = (DEFAULT_WASM_MEMORY_LIMIT_BYTES >> 20) as f64;
+    let (left, right) = panels.split_horizontally(550);
+    for (panel, heap) in [(&left, true), (&right, false)] {
+        let growth = |p: &LimitPoint| if heap { p.2 } else { p.3 };
+        let top = points.iter().map(growth).chain(heap.then_some(heap_limit));
+        let y_range = (GROWTH_FLOOR_MIB, log_range(top, (1.0, 1e3)).1);
+        let (panel_title, y_desc) = if heap {
+            ("heap growth", "MiB (0 is drawn at the bottom)")
+        } else {
+            ("stable memory growth", "MiB (0 is drawn at the bottom)")
+        };
+        let mut chart = log_log_chart(panel, panel_title, x_range, y_range, "instructions per call", y_desc)?;
+        let style = |h| TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(h, VPos::Top));
+        // The query limit's label left of its line, the update limit's right of its own.
+        for ((x, name), (h, at)) in limits.into_iter().zip([(HPos::Right, 1.0 / 1.15), (HPos::Left, 1.15)]) {
+            chart.draw_series(LineSeries::new([(x, y_range.0), (x, y_range.1)], BLACK.mix(0.6).stroke_width(1)))?;
+            chart.draw_series([Text::new(name.to_string(), (x * at, y_range.1 / 1.3), style(h))])?;
+        }
+        if heap {
+            let y = heap_limit;
+            chart.draw_series(LineSeries::new([(x_range.0, y), (x_range.1, y)], BLACK.mix(0.6).stroke_width(1)))?;
+            chart.draw_series([Text::new(
+                "3 GiB wasm_memory_limit".to_string(),
+                (x_range.0 * 1.15, y / 1.15),
+                style(HPos::Left),
+            )])?;
+        }
+        for p in points {
+            let y = growth(p).max(GROWTH_FLOOR_MIB);
+            chart.draw_series([Circle::new((p.1, y), 3, colour(p.0).filled())])?;
+        }
+    }
+    root.present()?;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;

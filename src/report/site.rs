@@ -97,6 +97,28 @@ pub fn generate(
 
     for d in docs {
         let mut body = markdown_to_html(d.markdown, docs);
+        let _ = writeln!(body, "<h2 id=\"limits\">Against the limits</h2>");
+        let chart = format!("{}.limits.svg", d.page.trim_end_matches(".html"));
+        let _ = writeln!(
+            body,
+            "<p>Every benchmark of this page: instructions per call against heap and stable memory growth, \
+             with the 5 B query and 40 B update limits and the 3 GiB default <code>wasm_memory_limit</code>; \
+             a point's distance to a line is its headroom.</p>\n<p><img src=\"{chart}\" alt=\"{} against the limits\"></p>",
+            esc(d.title)
+        );
+        let points: Vec<super::chart::LimitPoint> = results
+            .iter()
+            .filter(|(c, _)| (d.cells)(c))
+            .map(|(c, r)| {
+                let per_call = r.total.instructions as f64 / r.total.calls.max(1) as f64;
+                let mib = |pages: u64| (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0;
+                (c.backend, per_call, mib(r.total.heap_increase), mib(r.total.stable_memory_increase))
+            })
+            .collect();
+        files.push(File {
+            name: chart,
+            text: super::chart::limits(&format!("{}: every benchmark against the limits", d.title), &points),
+        });
         let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
         body += &benchmark_table(results, d.cells, flamegraphs, "benchmark-table");
         files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer) });
