@@ -24,11 +24,10 @@ export STABLEBENCH_RESULTS_DATE=${STABLEBENCH_RESULTS_DATE:-$(date -u +%F)}
 # The benchmark wasm of these sources, for the Chia replays in messages the Chia report quotes.
 "$ROOT/scripts/build.sh" bench
 STABLEBENCH_REGENERATE_CHIA_PAGES=1 cargo test --locked --release -p stablebench-runner --test chia_pages >&2
-cargo test --locked --release --test readme >&2
 # The production wasm of these sources (cargo rebuilds only what changed), never a stale one.
 "$ROOT/scripts/build.sh" production
 "$ROOT/scripts/build.sh" vfs
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-# Again: the site's index (docs/site/) quotes the README's per-call table just rewritten.
+# Last: the site's index (docs/site/) quotes the README's per-call table just rewritten.
 cargo test --locked --release --test readme >&2
 log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml, the README tables and the results site docs/site/ (results of $STABLEBENCH_RESULTS_DATE)"

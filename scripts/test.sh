@@ -73,7 +73,6 @@ grep -q '^| add_users | 1 | 0 |' "$load_log" && grep -q '^| add_orders | 1 | 0 |
 
 log "running every benchmark of the grid (offline runner, checked against canbench_results.yml and vfs/canbench_results.yml)"
 cargo build --locked --release -p stablebench-runner
-cargo build --locked --release --features report --bin stablebench-report
 # --csv: canbench's CSV of this run against the committed results, which becomes
 # target/site/compare.html (what moved, for the CI artifact) whether or not --check passes.
 # A benchmark that fails stops its run before the CSV is written: old CSVs go first, and the page
@@ -85,6 +84,6 @@ rm -f canbench_results.csv vfs/canbench_results.csv target/site/compare.html
 csvs=()
 for csv in canbench_results.csv vfs/canbench_results.csv; do [ -f "$csv" ] && csvs+=("$csv"); done
 if [ ${#csvs[@]} -gt 0 ]; then
-  "$ROOT/target/release/stablebench-report" compare "${csvs[@]}" --out target/site/compare.html || status=1
+  "$ROOT/scripts/site-compare.sh" "${csvs[@]}" --out target/site/compare.html || status=1
 fi
 [ "$status" -eq 0 ] || die "the grid's benchmarks failed or canbench_results.yml is stale (target/site/compare.html shows what moved)"

@@ -51,10 +51,23 @@ const WASM_MEMORY_LIMIT_PAGES: u64 =
 /// with `body` (how the README's generated tables are kept in place); an error names a missing
 /// marker.
 pub fn splice(doc: &str, name: &str, body: &str) -> Result<String, String> {
+    let (b, e) = between(doc, name)?;
+    Ok(format!("{}{}{}", &doc[..b], body, &doc[e..]))
+}
+
+/// The text between the lines `<!-- NAME:begin -->` and `<!-- NAME:end -->` of `doc` (what
+/// [`splice`] replaces); an error names a missing marker.
+pub fn fragment<'a>(doc: &'a str, name: &str) -> Result<&'a str, String> {
+    let (b, e) = between(doc, name)?;
+    Ok(&doc[b..e])
+}
+
+/// Where the text between `name`'s markers starts and ends in `doc`.
+fn between(doc: &str, name: &str) -> Result<(usize, usize), String> {
     let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
     let b = doc.find(&begin).ok_or_else(|| format!("no line {}", begin.trim_end()))? + begin.len();
     let e = doc[b..].find(&end).ok_or_else(|| format!("no {end} after {}", begin.trim_end()))? + b;
-    Ok(format!("{}{}{}", &doc[..b], body, &doc[e..]))
+    Ok((b, e))
 }
 
 /// The grid at a glance, for the README: per workload and operation, the backends, sizes and
@@ -219,7 +232,12 @@ pub(crate) fn ratio_text(r: f64, decimals: usize, same: &str) -> String {
 
 /// Wasm pages as MiB, one decimal.
 pub(crate) fn mib(pages: u64) -> String {
-    format!("{:.1}", (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0)
+    format!("{:.1}", pages_mib(pages))
+}
+
+/// Wasm pages as MiB.
+pub(crate) fn pages_mib(pages: u64) -> f64 {
+    (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0
 }
 
 fn usd(cycles: u64) -> String {

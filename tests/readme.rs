@@ -249,12 +249,9 @@ fn flamegraphs() -> Vec<String> {
     names
 }
 
-/// The markdown between `<!-- name:begin -->` and `<!-- name:end -->` in the README.
+/// The README's generated fragment `name` (`report::fragment`), failing the test on a missing marker.
 fn fragment<'a>(readme: &'a str, name: &str) -> &'a str {
-    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
-    let b = readme.find(&begin).unwrap_or_else(|| panic!("README.md has no {begin}")) + begin.len();
-    let e = readme[b..].find(&end).unwrap_or_else(|| panic!("README.md has no {end}")) + b;
-    &readme[b..e]
+    stablebench::report::fragment(readme, name).unwrap_or_else(|e| panic!("README.md: {e}"))
 }
 
 /// The site index's first section: the answers, from the README's generated tables.

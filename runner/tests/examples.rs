@@ -11,6 +11,7 @@ use candid::{CandidType, Deserialize, Principal};
 use common::{code, decode, unit};
 use serde_bytes::ByteBuf;
 use stablebench_canister::{Cost, Error};
+use stablebench_grid::grouped;
 use stablebench_runner::canister::{default_controller, Canister, Code, Options, Reject};
 use stablebench_runner::instrument::Metering;
 
@@ -153,12 +154,10 @@ fn readme_fragment(name: &str, body: &str) {
         std::fs::write(path, stablebench::report::splice(&readme, name, body).unwrap()).unwrap();
         return;
     }
-    let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
-    let b = readme.find(&begin).unwrap_or_else(|| panic!("README.md has no {begin}")) + begin.len();
-    let e = readme[b..].find(&end).unwrap_or_else(|| panic!("README.md has no {end}")) + b;
+    let have = stablebench::report::fragment(&readme, name).unwrap_or_else(|e| panic!("README.md: {e}"));
     let regenerate =
         "regenerate with STABLEBENCH_REGENERATE_EXAMPLES=1 cargo test --release -p stablebench-runner --test examples";
-    let ((have_text, have), (want_text, want)) = (numbers(&readme[b..e]), numbers(body));
+    let ((have_text, have), (want_text, want)) = (numbers(have), numbers(body));
     assert_eq!(have_text, want_text, "README.md's {name} differs: {regenerate}");
     for (h, w) in have.iter().zip(&want) {
         assert!((h - w).abs() <= 0.02 * w, "README.md's {name} says {h}, measured {w}: {regenerate}");
@@ -190,10 +189,6 @@ fn numbers(text: &str) -> (String, Vec<f64>) {
         }
     }
     (out, found)
-}
-
-fn grouped(n: u64) -> String {
-    stablebench_grid::grouped(n)
 }
 
 #[test]

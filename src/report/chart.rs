@@ -135,6 +135,16 @@ fn legend_keys(strip: &Area, mark: Mark, keys: &[(RGBColor, &str)]) -> Drawn {
     Ok(())
 }
 
+/// A line legend in rows of three keys at the top of `root`; returns the area under it.
+fn legend_rows<'a>(root: &Area<'a>, keys: &[(RGBColor, &str)]) -> Result<Area<'a>, Box<dyn std::error::Error>> {
+    let rows = keys.len().div_ceil(3).max(1);
+    let (strips, rest) = root.split_vertically(28 * rows as u32);
+    for (strip, keys) in strips.split_evenly((rows, 1)).iter().zip(keys.chunks(3)) {
+        legend_keys(strip, Mark::Line, keys)?;
+    }
+    Ok(rest)
+}
+
 /// One panel of a line chart, both axes logarithmic: a line with points per backend (a point
 /// that was not measured splits its line: a gap, not a guess), "not measured yet" without data.
 fn line_panel(
@@ -423,13 +433,9 @@ fn draw_scaling(curves: &[super::scaling::Curve], svg: &mut String) -> Drawn {
         "users/orders, recommended profile: instructions against orders in the database (dashed: projected)",
         ("sans-serif", 20),
     )?;
-    // The legend in rows of three: the step names are longer than a legend slot of the other charts.
+    // The step names are longer than a legend slot of the other charts.
     let keys: Vec<(RGBColor, &str)> = curves.iter().enumerate().map(|(i, c)| (TEN[i % 10], c.bench.step())).collect();
-    let rows = keys.len().div_ceil(3) as u32;
-    let (strips, panels) = root.split_vertically(28 * rows);
-    for (strip, keys) in strips.split_evenly((rows as usize, 1)).iter().zip(keys.chunks(3)) {
-        legend_keys(strip, Mark::Line, keys)?;
-    }
+    let panels = legend_rows(&root, &keys)?;
     let x_range = (SCALES[0] as f64 / 2.0, PROJECTED_SCALE as f64 * 2.0);
     let (left, right) = panels.split_horizontally(650);
     /// A panel: where, its titles, the measured and projected values it draws, its limit lines.
@@ -520,12 +526,9 @@ fn draw_limits(title: &str, points: &[LimitPoint], svg: &mut String) -> Drawn {
     let mut backends: Vec<Backend> = points.iter().map(|p| p.0).collect();
     backends.sort();
     backends.dedup();
-    // The legend in rows of three, so that six backends fit the width.
-    let rows = backends.len().div_ceil(3).max(1);
-    let (strips, panels) = root.split_vertically(28 * rows as u32);
-    for (strip, keys) in strips.split_evenly((rows, 1)).iter().zip(backends.chunks(3)) {
-        legend(strip, Mark::Line, keys)?;
-    }
+    // Six backends do not fit one row.
+    let keys: Vec<(RGBColor, &str)> = backends.iter().map(|b| (colour(*b), b.name())).collect();
+    let panels = legend_rows(&root, &keys)?;
     let limits = [(QUERY_INSTRUCTION_LIMIT as f64, "5 B query"), (UPDATE_INSTRUCTION_LIMIT as f64, "40 B update")];
     let x_range = log_range(points.iter().map(|p| p.1).chain(limits.iter().map(|l| l.0)), (1e3, 1e11));
     let heap_limit = (DEFAULT_WASM_MEMORY_LIMIT_BYTES >> 20) as f64;

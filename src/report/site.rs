@@ -22,7 +22,7 @@ use stablebench_grid::ic::{
 };
 
 use super::results::{Measurement, Results};
-use super::{grouped, human, mib};
+use super::{grouped, human, mib, pages_mib};
 
 /// A file of the site: its name under `docs/site/` and its contents.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,7 +93,10 @@ pub fn generate(
     body += "<p>To see what a run of yours moved, write canbench's CSV (<code>canbench --csv</code>, or \
              <code>stablebench-runner bench --csv</code>) and run <code>scripts/site-compare.sh \
              canbench_results.csv</code>: it writes <code>target/site/compare.html</code>.</p>\n";
-    files.push(File { name: "index.html".into(), text: page("stablebench results", &nav, &body, &footer) });
+    files.push(File {
+        name: "index.html".into(),
+        text: page("stablebench results", &nav, &body, &footer, Assets::Linked),
+    });
 
     for d in docs {
         let mut body = markdown_to_html(d.markdown, docs);
@@ -110,9 +113,8 @@ pub fn generate(
             .iter()
             .filter(|(c, _)| (d.cells)(c))
             .map(|(c, r)| {
-                let per_call = r.total.instructions as f64 / r.total.calls.max(1) as f64;
-                let mib = |pages: u64| (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0;
-                (c.backend, per_call, mib(r.total.heap_increase), mib(r.total.stable_memory_increase))
+                let m = &r.total;
+                (c.backend, per_call(m) as f64, pages_mib(m.heap_increase), pages_mib(m.stable_memory_increase))
             })
             .collect();
         files.push(File {
@@ -121,7 +123,7 @@ pub fn generate(
         });
         let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
         body += &benchmark_table(results, d.cells, flamegraphs, "benchmark-table");
-        files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer) });
+        files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
     }
 
     let mut body = String::from("<h1>All benchmarks</h1>\n");
@@ -130,7 +132,10 @@ pub fn generate(
              iterations the benchmark repeats, divided by them); the limits, cycles and USD are \
              those of one such call as an update message.</p>\n";
     body += &benchmark_table(results, |_| true, flamegraphs, "benchmark-table");
-    files.push(File { name: "benchmarks.html".into(), text: page("All benchmarks", &nav, &body, &footer) });
+    files.push(File {
+        name: "benchmarks.html".into(),
+        text: page("All benchmarks", &nav, &body, &footer, Assets::Linked),
+    });
 
     files.push(File { name: "style.css".into(), text: STYLE.into() });
     files.push(File { name: "filter.js".into(), text: FILTER_JS.into() });
@@ -165,12 +170,27 @@ fn footer(command: &str, date: &str) -> String {
     )
 }
 
-fn page(title: &str, nav: &str, body: &str, footer: &str) -> String {
+/// How a page gets its stylesheet and script.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Assets {
+    /// A page of the site: `style.css` and `filter.js` next to it.
+    Linked,
+    /// A file on its own (the compare page, a CI artifact): the stylesheet inline, no script.
+    Inline,
+}
+
+fn page(title: &str, nav: &str, body: &str, footer: &str, assets: Assets) -> String {
+    let (style, script) = match assets {
+        Assets::Linked => {
+            ("<link rel=\"stylesheet\" href=\"style.css\">".to_string(), "<script src=\"filter.js\"></script>\n")
+        }
+        Assets::Inline => (format!("<style>\n{STYLE}</style>"), ""),
+    };
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{} · stablebench</title>\n<link rel=\"stylesheet\" href=\"style.css\">\n</head>\n<body>\n\
-         <header>{nav}</header>\n<main>\n{body}</main>\n{footer}\n<script src=\"filter.js\"></script>\n</body>\n</html>\n",
+         <title>{} · stablebench</title>\n{style}\n</head>\n<body>\n\
+         <header>{nav}</header>\n<main>\n{body}</main>\n{footer}\n{script}</body>\n</html>\n",
         esc(title)
     )
 }
@@ -206,7 +226,7 @@ fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[St
     for (c, m) in rows {
         let [workload, backend, size, settings] = facets(c);
         let calls = m.calls.max(1);
-        let per_call = m.instructions / calls;
+        let per_call = per_call(m);
         let cycles = prices::update_cycles(per_call);
         let heap_bytes = m.heap_increase * stablebench_grid::ic::WASM_PAGE_BYTES;
         let fits = match (per_call <= QUERY_INSTRUCTION_LIMIT, per_call <= UPDATE_INSTRUCTION_LIMIT) {
@@ -248,6 +268,11 @@ fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[St
     }
     t += "</tbody>\n</table>\n";
     t
+}
+
+/// The instructions of one timed iteration: the total over the iterations, divided by them.
+fn per_call(m: &Measurement) -> u64 {
+    m.instructions / m.calls.max(1)
 }
 
 /// The filter names, in the order of [`facets`].
@@ -482,10 +507,7 @@ pub fn compare(rows: &[CsvRow], noise_threshold: f64, source: &str) -> String {
          noise threshold {noise_threshold}% (canbench's <code>--noise-threshold</code>).</footer>",
         esc(source)
     );
-    // One file on its own (a CI artifact): the stylesheet inline, no filters to script.
-    page("A run compared", nav, &body, &footer)
-        .replace("<link rel=\"stylesheet\" href=\"style.css\">", &format!("<style>\n{STYLE}</style>"))
-        .replace("<script src=\"filter.js\"></script>\n", "")
+    page("A run compared", nav, &body, &footer, Assets::Inline)
 }
 
 /// The site's stylesheet.
