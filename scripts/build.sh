@@ -27,7 +27,7 @@ esac
 
 ensure_rust
 WASI2IC=$(ensure_cargo_tool wasi2ic "$WASI2IC_VERSION")
-IC_WASM=$(ensure_cargo_tool ic-wasm "$IC_WASM_VERSION")
+IC_WASM=$(ensure_ic_wasm)
 mkdir -p "$OUT_DIR"
 
 # build NAME [cargo feature args...]: compiles, converts with wasi2ic, writes $OUT_DIR/NAME.wasm.

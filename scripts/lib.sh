@@ -1,6 +1,7 @@
 # Shared by the scripts in this folder (sourced, not run). Installs what a fresh machine lacks:
 # the Rust toolchain pinned in rust-toolchain.toml with rustfmt, clippy and both wasm targets, and the pinned
-# cargo tools (wasi2ic, ic-wasm) in a versioned cache so a second run is instant.
+# tools (wasi2ic built by cargo; ic-wasm prebuilt from npm where it can be, else built by cargo) in
+# a versioned cache so a second run is instant.
 
 set -euo pipefail
 
@@ -20,7 +21,10 @@ WASM_TARGET=wasm32-wasip1
 # The ic-sqlite-vfs canister (vfs/): no WASI, so no wasi2ic.
 VFS_WASM_TARGET=wasm32-unknown-unknown
 
-log() { printf '[stablebench] %s\n' "$*" >&2; }
+# Log lines carry the seconds since the outermost script started (its phases' times, in CI's log).
+STABLEBENCH_T0=${STABLEBENCH_T0:-$(date +%s)}
+export STABLEBENCH_T0
+log() { printf '[stablebench +%ss] %s\n' "$(($(date +%s) - STABLEBENCH_T0))" "$*" >&2; }
 die() { printf '[stablebench] error: %s\n' "$*" >&2; exit 1; }
 
 # The toolchain channel pinned in rust-toolchain.toml.
@@ -75,4 +79,33 @@ ensure_cargo_tool() {
     || die "could not install $name $version with cargo (is crates.io reachable?)"
   [ -x "$bin" ] || die "$name $version installed but $bin is missing"
   echo "$bin"
+}
+
+# Prints the path of ic-wasm $IC_WASM_VERSION. On Linux x86-64 with npm, the prebuilt binary
+# dfinity publishes on npm (@icp-sdk/ic-wasm-linux-x64, built from the same release tag): its
+# output for our four uses (info, check-endpoints, metadata, --keep-name-section) is
+# byte-identical to the cargo build's (compared on every wasm of scripts/build.sh all, 2026-11-26;
+# docs/runner.md), and it saves the cargo build (about 5 minutes on 2 cores). Elsewhere, or if
+# npm fails, cargo builds it. Both land in the same cache folder.
+ensure_ic_wasm() {
+  local root=$TOOLS_DIR/ic-wasm-$IC_WASM_VERSION
+  local bin=$root/bin/ic-wasm
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] && command -v npm >/dev/null; then
+    local tmp
+    tmp=$(mktemp -d)
+    log "installing ic-wasm $IC_WASM_VERSION from npm (@icp-sdk/ic-wasm-linux-x64) into $root"
+    if (cd "$tmp" && npm pack --silent "@icp-sdk/ic-wasm-linux-x64@$IC_WASM_VERSION" >/dev/null 2>&1) \
+      && tar -xzf "$tmp"/icp-sdk-ic-wasm-linux-x64-*.tgz -C "$tmp" \
+      && "$tmp/package/bin/ic-wasm" --version 2>/dev/null | grep -qx "ic-wasm $IC_WASM_VERSION"; then
+      mkdir -p "$root/bin"
+      install -m 755 "$tmp/package/bin/ic-wasm" "$bin"
+      rm -rf "$tmp"
+      echo "$bin"
+      return
+    fi
+    rm -rf "$tmp"
+    log "npm could not provide ic-wasm $IC_WASM_VERSION: building it with cargo"
+  fi
+  ensure_cargo_tool ic-wasm "$IC_WASM_VERSION"
 }

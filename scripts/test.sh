@@ -22,7 +22,7 @@ cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-example-maps --
 
 "$ROOT/scripts/build.sh" all
 
-IC_WASM=$(ensure_cargo_tool ic-wasm "$IC_WASM_VERSION")
+IC_WASM=$(ensure_ic_wasm)
 log "checking the wasm files"
 exports() { "$IC_WASM" "$OUT_DIR/$1" info | sed -n '/^Exported methods: \[/,/^]/p'; }
 # One benchmark per cell of the grid (build.rs generates them), as many as canbench_results.yml
@@ -56,8 +56,8 @@ cargo test --workspace --locked --release
 # heap against its committed image (a write the map of written pages missed fails the test).
 STABLEBENCH_RUNNER_CHECK_HEAP=1 cargo test --locked --release -p stablebench-runner \
   --test canister_e2e --test system_api --test reliability
-# The benchmark canister's interface (feature canbench) against canister/stablebench_bench.did.
-cargo test --locked --release -p stablebench-canister --features canbench did_file
+# (The benchmark canister's interface is checked against canister/stablebench_bench.did on its
+# wasm, by runner/tests/interfaces.rs above: no second native build with feature canbench.)
 
 log "loading a data set in budgeted calls with scripts/load.sh, twice (the second run must add nothing)"
 load_state=$(mktemp -d) load_log=$(mktemp)
@@ -79,11 +79,16 @@ cargo build --locked --release -p stablebench-runner
 # compares what this run wrote.
 status=0
 rm -f canbench_results.csv vfs/canbench_results.csv target/site/compare.html
-"$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check --csv || status=$?
-(cd vfs && "$ROOT/target/release/stablebench-runner" bench --no-build --hide-results --less-verbose --check --csv) || status=$?
+# Shared setups (the runner's default; runner/tests/shared_setups.rs shows they change nothing)
+# and --noise-threshold 0: the runner is deterministic, so every benchmark must reproduce the
+# committed instructions exactly.
+grid=(bench --no-build --hide-results --less-verbose --check --csv --noise-threshold 0)
+"$ROOT/target/release/stablebench-runner" "${grid[@]}" || status=$?
+(cd vfs && "$ROOT/target/release/stablebench-runner" "${grid[@]}") || status=$?
 csvs=()
 for csv in canbench_results.csv vfs/canbench_results.csv; do [ -f "$csv" ] && csvs+=("$csv"); done
 if [ ${#csvs[@]} -gt 0 ]; then
   "$ROOT/scripts/site-compare.sh" "${csvs[@]}" --out target/site/compare.html || status=1
 fi
 [ "$status" -eq 0 ] || die "the grid's benchmarks failed or canbench_results.yml is stale (target/site/compare.html shows what moved)"
+log "every check passed"

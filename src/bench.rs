@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-pub use stablebench_grid::users_orders::{Bench, Sizes, BENCHES};
+pub use stablebench_grid::users_orders::{Bench, SetupStep, Sizes, BENCHES};
 
 use crate::oracle;
 use crate::query::{query_rows, QueryLimits, Rows};
@@ -37,49 +37,16 @@ pub struct Outcome {
     pub orders: u64,
 }
 
-/// One step of a benchmark's setup. The canbench benchmarks run them all in one message; the
-/// benchmark canister's `bench_setup` runs them call by call under an instruction budget, each
-/// step resumable at a row offset, so that a setup larger than one message can still be built.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SetupStep {
-    /// Both tables.
-    Schema,
-    /// All users, in one transaction per call.
-    Users,
-    /// All orders, in one transaction per call.
-    Orders,
-    /// Both indexes, one statement.
-    Indexes,
-    /// `DELETE FROM orders`, one statement (the indexed 1M insert starts from an indexed,
-    /// empty orders table whose pages are on the freelist).
-    DeleteAllOrders,
-}
-
-impl SetupStep {
-    /// Its name in progress reports.
-    pub const fn name(self) -> &'static str {
-        match self {
-            SetupStep::Schema => "schema",
-            SetupStep::Users => "users",
-            SetupStep::Orders => "orders",
-            SetupStep::Indexes => "indexes",
-            SetupStep::DeleteAllOrders => "delete_all_orders",
-        }
-    }
-
-    /// Units of work of the step at `sizes`: rows for the loads, 1 for a statement.
-    pub const fn units(self, sizes: Sizes) -> u64 {
-        match self {
-            SetupStep::Users => sizes.users,
-            SetupStep::Orders => sizes.orders,
-            SetupStep::Schema | SetupStep::Indexes | SetupStep::DeleteAllOrders => 1,
-        }
-    }
-
+/// Runs a [`SetupStep`] on a connection (`use stablebench::bench::SetupStepRun`).
+pub trait SetupStepRun {
     /// Continues the step from unit `done` until it is complete or `meter` runs out (checked
     /// every few hundred rows; a one-statement step always completes); returns the units done
     /// afterwards. Each call commits what it did.
-    pub fn run(self, conn: &mut Connection, sizes: Sizes, done: u64, meter: &dyn Meter) -> Result<u64> {
+    fn run(self, conn: &mut Connection, sizes: Sizes, done: u64, meter: &dyn Meter) -> Result<u64>;
+}
+
+impl SetupStepRun for SetupStep {
+    fn run(self, conn: &mut Connection, sizes: Sizes, done: u64, meter: &dyn Meter) -> Result<u64> {
         let units = self.units(sizes);
         if done >= units {
             return Ok(units);
@@ -103,22 +70,8 @@ impl SetupStep {
     }
 }
 
-/// The setup of each benchmark, step by step.
-fn setup_steps(b: Bench) -> &'static [SetupStep] {
-    use SetupStep::*;
-    match b {
-        Bench::InsertUsers => &[Schema],
-        Bench::InsertOrders => &[Schema, Users],
-        Bench::CreateIndexes => &[Schema, Users, Orders],
-        Bench::InsertOrders1mIndexed => &[Schema, Users, Orders, Indexes, DeleteAllOrders],
-        _ => &[Schema, Users, Orders, Indexes],
-    }
-}
-
 /// Runs a [`Bench`] on a connection (`use stablebench::bench::BenchRun`).
 pub trait BenchRun {
-    /// The steps of [`BenchRun::setup`], for a caller that runs them one budgeted call at a time.
-    fn setup_steps(self) -> &'static [SetupStep];
     /// Builds the state the measured step starts from (as the reference does: schema, users,
     /// orders, indexes as needed; for the indexed 1M insert, all orders are then deleted).
     fn setup(self, conn: &mut Connection, sizes: Sizes) -> Result<()>;
@@ -134,12 +87,8 @@ pub trait BenchRun {
 }
 
 impl BenchRun for Bench {
-    fn setup_steps(self) -> &'static [SetupStep] {
-        setup_steps(self)
-    }
-
     fn setup(self, conn: &mut Connection, sizes: Sizes) -> Result<()> {
-        for step in setup_steps(self) {
+        for step in Bench::setup_steps(self) {
             step.run(conn, sizes, 0, &NoLimit)?;
         }
         Ok(())

@@ -1,7 +1,7 @@
 //! The grid's cells as canbench queries (`--features canbench`).
 //!
 //! `build.rs` generates one `#[bench(raw)]` function per cell of `stablebench_grid::cells::cells()`,
-//! named as the cell, each calling [`run`] with its name. canbench runs each `__canbench__<name>`
+//! named as the cell, each calling [`run`] with its position in the grid. canbench runs each `__canbench__<name>`
 //! as a query on a freshly installed canister, so every benchmark builds its own starting state
 //! before it measures, and checks its result afterwards (a wrong result traps the benchmark
 //! instead of reporting a number):
@@ -26,6 +26,11 @@
 //!   sum (each phase's objects are made before it and its fetches checked after it, outside the
 //!   scopes), then the hit counts against the model.
 //!
+//! The setups report the stages they pass ([`setup_stage`]: users/orders after each setup step,
+//! the trie cells after the load, sysrepo after the items its tests start from): under canbench
+//! this only prints a line; `stablebench-runner bench` builds each stage once and goes on from it
+//! as every cell that shares it, with the same results (docs/runner.md, "Shared setups").
+//!
 //! The measured steps ([`measure`]) are shared with the benchmark canister's live API
 //! (`live.rs`), which builds the same setup call by call on a live canister and then runs exactly
 //! this code, so that canbench and a dfx user measure the same thing.
@@ -33,7 +38,7 @@
 use std::collections::BTreeMap;
 
 use canbench_rs::{bench, bench_fn, bench_scope, BenchResult, Measurement};
-use stablebench::bench::{Bench, BenchRun, Output, Sizes};
+use stablebench::bench::{Bench, BenchRun, Output, SetupStepRun, Sizes};
 use stablebench::chia::{self, ChainSpec};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::heap::HeapKv;
@@ -45,7 +50,7 @@ use stablebench::sysrepo::blob::BlobStore;
 use stablebench::sysrepo::sqlite::SqliteStore;
 use stablebench::sysrepo::stable::StableStore;
 use stablebench::sysrepo::{self, TRIES};
-use stablebench_grid::cells::{self, Backend, Cell, Op};
+use stablebench_grid::cells::{self, Backend, Cell, Op, SWITCHED_CELL_PREFIX};
 use stablebench_grid::chia as chia_grid;
 use stablebench_grid::ic::memory_ids;
 use stablebench_grid::live::Oracle;
@@ -53,7 +58,8 @@ use stablebench_grid::{scopes, KV_SEED};
 
 use crate::db;
 pub use crate::measure::{checked_run, measure_kv, pages, trie_setup, verdict, Counter, Measured};
-use crate::measure::{measure_nodestore, measure_trie};
+use crate::measure::{measure_nodestore, measure_trie, setup_stage};
+use stablebench::NoLimit;
 
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
 
@@ -64,21 +70,36 @@ fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
     ic_cdk::trap(format!("{name}: {step}: {e}"))
 }
 
-/// Runs the cell named `name` (the generated functions call this with their own name): a fresh
-/// store, the setup in one go, then the measured step; a failure or a wrong result traps.
-pub fn run(name: &str) -> BenchResult {
-    let cell = cells::by_name(name).unwrap_or_else(|| fail(name, "lookup", "no such cell in the grid"));
-    let (result, oracle) = match cell.op {
-        Op::UsersOrders(b) => {
-            let profile = cell.profile.expect("users/orders cells have a profile");
+/// Runs cell `index` of this canister's grid (`cells_of(Canister::Main)`; the generated functions
+/// call this with their own): a fresh store, the setup in one go, then the measured step; a
+/// failure or a wrong result traps. The setup reports each stage it passes
+/// ([`setup_stage`]), where `stablebench-runner bench` may go on as another cell with the same
+/// setup so far; everything before that point depends only on the setup, never on which cell
+/// runs (the grid is looked up by position, and the list stays allocated until the end).
+pub fn run(index: usize) -> BenchResult {
+    let grid = cells::cells_of(cells::Canister::Main);
+    let Some(&first) = grid.get(index) else { fail(&index.to_string(), "lookup", "no such cell in the grid") };
+    // The cell this query measures, and its position: `first` until a setup stage says otherwise.
+    let mut now = (index, first);
+    let measured = match first.op {
+        Op::UsersOrders(_) => {
+            let profile = first.profile.expect("users/orders cells have a profile");
             // A fresh, empty database with this profile (the query's changes are discarded afterwards).
-            db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
-            db::with_conn(|conn| b.setup(conn, cell.sizes())).unwrap_or_else(|e| fail(name, "setup", e));
-            measure_users_orders(b, cell.sizes())
+            db::reopen(&profile).unwrap_or_else(|e| fail(&first.name(), "open", e));
+            let mut stage = 0;
+            while stage < now.1.setup_stage_count() {
+                let (cell, step) = (now.1, users_orders_bench(&now.1).setup_steps()[stage]);
+                db::with_conn(|conn| step.run(conn, cell.sizes(), 0, &NoLimit))
+                    .unwrap_or_else(|e| fail(&cell.name(), "setup", e));
+                now = setup_stage(&grid, now.0, cell.setup_stage(stage));
+                stage += 1;
+            }
+            measure_users_orders(users_orders_bench(&now.1), now.1.sizes())
         }
-        Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(name, &cell, |store| {
-            let setup = trie_setup(&cell, store, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
-            let mut measured = measure_trie(&cell, store);
+        Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(&first, |store| {
+            let setup = trie_setup(&first, store, SETUP_BATCH).unwrap_or_else(|e| fail(&first.name(), "setup", e));
+            now = setup_stage(&grid, index, first.setup_stage(0));
+            let mut measured = measure_trie(&now.1, store);
             if let Ok((result, _)) = &mut measured {
                 result.scopes.insert(scopes::SETUP.to_string(), setup);
             }
@@ -86,18 +107,34 @@ pub fn run(name: &str) -> BenchResult {
         }),
         Op::TrieUpgrade => {
             let mut heap = HeapKv::default();
-            let data = TrieDataset { size: cell.size, seed: KV_SEED };
-            trie::load(&mut heap, &data, 0..cell.size, SETUP_BATCH).unwrap_or_else(|e| fail(name, "setup", e));
-            measure_trie_upgrade(&cell, &heap)
+            let data = TrieDataset { size: first.size, seed: KV_SEED };
+            trie::load(&mut heap, &data, 0..first.size, SETUP_BATCH)
+                .unwrap_or_else(|e| fail(&first.name(), "setup", e));
+            measure_trie_upgrade(&first, &heap)
         }
-        Op::NodeStore => with_fresh_store(name, &cell, |store| measure_nodestore(&cell, store)),
-        Op::Sysrepo { .. } => measure_sysrepo(&cell),
-        Op::Chia(_) => measure_chia(&cell),
+        Op::NodeStore => with_fresh_store(&first, |store| measure_nodestore(&first, store)),
+        Op::Sysrepo { .. } => measure_sysrepo(&first, &mut || {
+            now = setup_stage(&grid, index, first.setup_stage(0));
+            now.1
+        }),
+        Op::Chia(_) => measure_chia(&first),
+    };
+    let cell = now.1;
+    let (result, oracle) = measured.unwrap_or_else(|e| fail(&cell.name(), "run", e));
+    // After the measurement (which this allocation cannot move): which cell this query went on as.
+    if cell != first {
+        ic_cdk::api::debug_print(format!("{SWITCHED_CELL_PREFIX}{}", cell.name()));
     }
-    .unwrap_or_else(|e| fail(name, "run", e));
     match oracle {
         Oracle::Pass(_) => result,
-        Oracle::Fail(why) => fail(name, "verify", why),
+        Oracle::Fail(why) => fail(&cell.name(), "verify", why),
+    }
+}
+
+fn users_orders_bench(cell: &Cell) -> Bench {
+    match cell.op {
+        Op::UsersOrders(b) => b,
+        _ => fail(&cell.name(), "setup", "a users/orders stage of another workload's cell"),
     }
 }
 
@@ -124,21 +161,23 @@ fn report_reply_bytes(output: Output) {
 }
 
 /// Opens the cell's backend, new and empty, and runs `f` on it.
-fn with_fresh_store(name: &str, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> Measured) -> Measured {
+fn with_fresh_store(cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> Measured) -> Measured {
     match cell.backend {
         Backend::Sqlite | Backend::SqliteRowid => {
             let layout = Layout::of(cell.backend).expect("a SQLite backend");
             let profile = cell.profile.expect("SQLite cells have a profile");
-            db::reopen(&profile).unwrap_or_else(|e| fail(name, "open", e));
+            db::reopen(&profile).unwrap_or_else(|e| fail(&cell.name(), "open", e));
             db::with_conn(|conn| {
-                sqlite::create(conn, layout).unwrap_or_else(|e| fail(name, "create", e));
+                sqlite::create(conn, layout).unwrap_or_else(|e| fail(&cell.name(), "create", e));
                 f(&mut SqliteKv::new(conn, layout))
             })
         }
         Backend::StableBTreeMap => f(&mut StableKv::init(db::memory(memory_ids::STABLE_BTREEMAP))),
         Backend::HeapBTreeMap => f(&mut HeapKv::default()),
-        Backend::Blob => fail(name, "open", "blob is a sysrepo store, not a key-value backend"),
-        Backend::SqliteVfs | Backend::SqliteVfsRowid => fail(name, "open", "an ic-sqlite-vfs cell (stablebench_vfs)"),
+        Backend::Blob => fail(&cell.name(), "open", "blob is a sysrepo store, not a key-value backend"),
+        Backend::SqliteVfs | Backend::SqliteVfsRowid => {
+            fail(&cell.name(), "open", "an ic-sqlite-vfs cell (stablebench_vfs)")
+        }
     }
 }
 
@@ -168,29 +207,35 @@ pub fn measure_trie_upgrade(cell: &Cell, heap: &HeapKv) -> Measured {
 }
 
 /// sysrepo's test of the cell on its backend, new and empty (see the module documentation).
-pub fn measure_sysrepo(cell: &Cell) -> Measured {
+/// Once the test's setup is written, `stage` says which cell's tries follow (a cell with the
+/// same setup: the benchmark canister's setup stage; the cell itself elsewhere).
+pub fn measure_sysrepo(cell: &Cell, stage: &mut dyn FnMut() -> Cell) -> Measured {
     let Op::Sysrepo { test, fresh } = cell.op else {
         return Err(format!("{} is not a sysrepo cell", cell.name()));
     };
     let n = u32::try_from(cell.size).map_err(|_| format!("size {} does not fit sysrepo's uint32 keys", cell.size))?;
+    let mut then = || match stage().op {
+        Op::Sysrepo { test, fresh } => (test, fresh),
+        _ => ic_cdk::trap("a sysrepo setup went on as another workload's cell"),
+    };
     let (heap0, stable0) = pages();
     let samples = match cell.backend {
         Backend::Blob => {
             let running = db::memory(memory_ids::SYSREPO_BLOB_RUNNING);
             let operational = db::memory(memory_ids::SYSREPO_BLOB_OPERATIONAL);
             let mut store = BlobStore::new(running, operational).map_err(|e| e.to_string())?;
-            sysrepo::run(test, &mut store, n, TRIES, fresh, &Counter)
+            sysrepo::run_from_stage(test, &mut store, n, TRIES, fresh, &Counter, &mut then)
         }
         Backend::StableBTreeMap => {
             let mut store = StableStore::new(memory_ids::SYSREPO_MAPS.map(db::memory));
-            sysrepo::run(test, &mut store, n, TRIES, fresh, &Counter)
+            sysrepo::run_from_stage(test, &mut store, n, TRIES, fresh, &Counter, &mut then)
         }
         Backend::Sqlite => {
             let profile = cell.profile.ok_or("SQLite cells have a profile")?;
             db::reopen(&profile).map_err(|e| format!("open: {e}"))?;
             db::with_conn(|conn| {
                 sysrepo::sqlite::create(conn)?;
-                sysrepo::run(test, &mut SqliteStore::new(conn), n, TRIES, fresh, &Counter)
+                sysrepo::run_from_stage(test, &mut SqliteStore::new(conn), n, TRIES, fresh, &Counter, &mut then)
             })
         }
         b => return Err(format!("{} has no sysrepo store", b.name())),

@@ -27,7 +27,7 @@ use std::cell::RefCell;
 use canbench_rs::BenchResult;
 use ic_stable_structures::memory_manager::VirtualMemory;
 use ic_stable_structures::{DefaultMemoryImpl, StableCell};
-use stablebench::bench::{BenchRun, SetupStep, Sizes};
+use stablebench::bench::{SetupStep, SetupStepRun, Sizes};
 use stablebench::chia::{self, Chain, ChainSpec};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::Probe;
@@ -333,7 +333,7 @@ fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
                 ),
             })
         }
-        Op::Sysrepo { .. } => benches::measure_sysrepo(cell),
+        Op::Sysrepo { .. } => benches::measure_sysrepo(cell, &mut || *cell),
         Op::Chia(_) if cell.size > LIVE_RUN_MAX_COINS => {
             return Err(Error::InvalidArgument {
                 message: format!(

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use canbench_rs::{bench_fn, bench_scope, BenchResult, Measurement};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::{nodestore, trie, KvStore, Probe};
-use stablebench_grid::cells::{Cache, Cell, Op};
+use stablebench_grid::cells::{Cache, Cell, Op, Stage, SETUP_STAGE_PREFIX};
 use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
 
@@ -44,6 +44,65 @@ pub fn verdict(checked: Result<String, String>) -> Oracle {
     match checked {
         Ok(what) => Oracle::Pass(what),
         Err(why) => Oracle::Fail(why),
+    }
+}
+
+/// Reports that the setup of `grid[index]` reached `stage` and returns the cell this query
+/// measures from here on, with its position in `grid`: the same one, except where
+/// `stablebench-runner bench` shares the setup among the cells that pass through this stage.
+///
+/// The report is one `debug_print` line, `stablebench: setup_stage <stage> <address>`: the
+/// runner (its shared setups) forks the canister's whole execution here, once for each other
+/// cell whose setup ends at this stage, and writes that cell's position at `<address>` in the
+/// copy, which then measures that cell from exactly the state its own query would have had.
+/// Under canbench (PocketIC), or `--full-setups`, the line is only printed, and the query goes
+/// on as itself. The line is formatted on the stack: reporting a stage allocates nothing on the
+/// heap, so the heap is the same whichever cell reaches it.
+pub fn setup_stage(grid: &[Cell], index: usize, stage: Stage) -> (usize, Cell) {
+    use std::fmt::Write;
+    let mut slot = index as u32;
+    // SAFETY: `slot` is a live local; the volatile accesses keep it in memory, where the runner
+    // may rewrite it during the debug_print below.
+    unsafe { std::ptr::write_volatile(&mut slot, index as u32) };
+    let mut line = StackLine::default();
+    let fits = write!(line, "{SETUP_STAGE_PREFIX}{stage} {:#x}", &raw const slot as usize).is_ok();
+    if !fits {
+        ic_cdk::trap("a setup stage's key does not fit its line");
+    }
+    ic_cdk::api::debug_print(line.as_str());
+    // SAFETY: as above.
+    let now = unsafe { std::ptr::read_volatile(&slot) } as usize;
+    match grid.get(now) {
+        Some(cell) => (now, *cell),
+        None => ic_cdk::trap("the runner switched to a cell outside the grid"),
+    }
+}
+
+/// A line of at most 256 bytes formatted on the stack (no heap allocation).
+struct StackLine {
+    bytes: [u8; 256],
+    len: usize,
+}
+
+impl Default for StackLine {
+    fn default() -> Self {
+        StackLine { bytes: [0; 256], len: 0 }
+    }
+}
+
+impl StackLine {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
+impl std::fmt::Write for StackLine {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let end = self.len + s.len();
+        let dest = self.bytes.get_mut(self.len..end).ok_or(std::fmt::Error)?;
+        dest.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
     }
 }
 

@@ -469,6 +469,82 @@ pub fn cells() -> Vec<Cell> {
     out
 }
 
+/// A state that a cell's setup reaches before its measured step: the benchmark canisters report
+/// each one as they pass it (`stablebench: setup_stage <key> ...`), and `stablebench-runner bench`
+/// builds each state once for every cell whose setup passes through it (its shared setups).
+///
+/// Its key ([`Stage`]'s `Display`) names everything the state depends on, so two cells whose setups
+/// pass through the same key reach the same canister state there: the backend, the size, the
+/// profile and the setup steps done so far. Formatting it allocates nothing (the canisters write
+/// it into a buffer on the stack, so that reporting a stage leaves the heap as it was).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stage {
+    cell: Cell,
+    index: usize,
+}
+
+/// What a benchmark canister's setup-stage line starts with: `<prefix><stage> <slot address>`
+/// (the canister's `setup_stage`, the runner's shared setups).
+pub const SETUP_STAGE_PREFIX: &str = "stablebench: setup_stage ";
+
+/// What a benchmark canister prints, followed by the cell's name, after measuring a cell it went
+/// on as at a setup stage (the runner checks it measured the cell it asked for).
+pub const SWITCHED_CELL_PREFIX: &str = "stablebench: went on as ";
+
+impl Cell {
+    /// How many setup stages the cell passes before its measured step (see [`Stage`]): a
+    /// users/orders step one per setup step in the ic-rusqlite canister, one in the ic-sqlite-vfs
+    /// canister (whose setup is one transaction); a trie read or write one (the data set
+    /// loaded); a sysrepo test with a setup one (its items written, [`sysrepo::Setup`]); every
+    /// other cell none (its setup is part of what it measures, or its own).
+    pub const fn setup_stage_count(&self) -> usize {
+        match self.op {
+            Op::UsersOrders(b) => match self.backend.canister() {
+                Canister::Main => b.setup_steps().len(),
+                Canister::Vfs => 1,
+            },
+            Op::TrieRead(_) | Op::TrieWrite(_) => 1,
+            Op::Sysrepo { test, .. } if !matches!(test.setup(), sysrepo::Setup::Nothing) => 1,
+            Op::TrieUpgrade | Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => 0,
+        }
+    }
+
+    /// Setup stage `index` (below [`Cell::setup_stage_count`]).
+    pub const fn setup_stage(&self, index: usize) -> Stage {
+        Stage { cell: *self, index }
+    }
+
+    /// Its setup stages, in the order the canister passes them.
+    pub fn setup_stages(&self) -> impl Iterator<Item = Stage> + '_ {
+        (0..self.setup_stage_count()).map(|i| self.setup_stage(i))
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = &self.cell;
+        let profile = c.profile.map_or("none", |p| p.name);
+        match c.op {
+            Op::UsersOrders(b) => {
+                write!(f, "{}/users_orders/{}/{profile}", c.backend.name(), c.size)?;
+                let steps = b.setup_steps();
+                let done = match c.backend.canister() {
+                    Canister::Main => self.index + 1,
+                    Canister::Vfs => steps.len(),
+                };
+                for (i, step) in steps[..done.min(steps.len())].iter().enumerate() {
+                    write!(f, "{}{}", if i == 0 { ':' } else { '+' }, step.name())?;
+                }
+                Ok(())
+            }
+            Op::Sysrepo { test, .. } => {
+                write!(f, "{}/sysrepo/{}/{profile}:{}", c.backend.name(), c.size, test.setup().name())
+            }
+            _ => write!(f, "{}/{}/{}/{profile}:load", c.backend.name(), c.workload().name(), c.size),
+        }
+    }
+}
+
 /// The cells canister `canister` runs, in grid order.
 pub fn cells_of(canister: Canister) -> Vec<Cell> {
     cells().into_iter().filter(|c| c.backend.canister() == canister).collect()
@@ -482,6 +558,55 @@ pub fn by_name(name: &str) -> Option<Cell> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_setup_stage_names_what_its_state_depends_on() {
+        let mut seen: std::collections::HashMap<String, Cell> = std::collections::HashMap::new();
+        for c in cells() {
+            for stage in c.setup_stages() {
+                let key = stage.to_string();
+                // The canisters format the line on a 256-byte stack buffer: prefix, key, address.
+                assert!(SETUP_STAGE_PREFIX.len() + key.len() + " 0xffffffff".len() <= 256, "{key}");
+                if let Some(other) = seen.insert(key.clone(), c) {
+                    assert_eq!(
+                        (other.backend, other.size, other.profile.map(|p| p.name), other.workload()),
+                        (c.backend, c.size, c.profile.map(|p| p.name), c.workload()),
+                        "{} and {} share stage {key}",
+                        other.name(),
+                        c.name()
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_users_orders_setups_of_a_profile_and_size_nest() {
+        for c in cells_of(Canister::Main).into_iter().filter(|c| matches!(c.op, Op::UsersOrders(_))) {
+            let longest = Cell { op: Op::UsersOrders(Bench::InsertOrders1mIndexed), ..c };
+            let mine: Vec<String> = c.setup_stages().map(|s| s.to_string()).collect();
+            let theirs: Vec<String> = longest.setup_stages().map(|s| s.to_string()).collect();
+            assert!(!mine.is_empty() && theirs.starts_with(&mine), "{}: {mine:?} / {theirs:?}", c.name());
+        }
+        // The ic-sqlite-vfs canister builds its setup in one transaction: one stage, the whole setup.
+        let vfs =
+            cells_of(Canister::Vfs).into_iter().find(|c| matches!(c.op, Op::UsersOrders(Bench::SelectLike))).unwrap();
+        assert_eq!(vfs.setup_stage_count(), 1);
+        assert!(vfs.setup_stage(0).to_string().ends_with(":schema+users+orders+indexes"), "{}", vfs.setup_stage(0));
+    }
+
+    #[test]
+    fn cells_whose_setup_is_their_measure_have_no_stage() {
+        for c in cells() {
+            let staged = c.setup_stage_count() > 0;
+            let expected = match c.op {
+                Op::UsersOrders(_) | Op::TrieRead(_) | Op::TrieWrite(_) => true,
+                Op::Sysrepo { test, .. } => test.setup() != sysrepo::Setup::Nothing,
+                Op::TrieUpgrade | Op::NodeStore | Op::Chia(_) => false,
+            };
+            assert_eq!(staged, expected, "{}", c.name());
+        }
+    }
 
     #[test]
     fn names_are_unique_and_round_trip() {

@@ -54,6 +54,31 @@ pub enum Test {
     RemoveAnItemCached,
 }
 
+/// What a test's setup writes before its first try ([`Test::setup`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Setup {
+    /// Nothing: the tries start from empty datastores.
+    Nothing,
+    /// The N items of `lst` in the running datastore, as one batch.
+    Items,
+    /// The N items of `lst` in the operational datastore, as one batch.
+    OperationalItems,
+    /// The N items of the user-ordered list in the running datastore, as one batch.
+    UserOrderedItems,
+}
+
+impl Setup {
+    /// Its name in setup stage keys.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Setup::Nothing => "nothing",
+            Setup::Items => "items",
+            Setup::OperationalItems => "operational_items",
+            Setup::UserOrderedItems => "user_ordered_items",
+        }
+    }
+}
+
 /// The 22 tests in `DB_PLG_PERF.md`'s order (the report's row order).
 pub const TESTS: [Test; 22] = [
     Test::GetTree,
@@ -175,6 +200,22 @@ impl Test {
                 | Test::ModifyAnItemCached
                 | Test::RemoveAnItemCached
         )
+    }
+
+    /// What the test's setup writes before its first try (never timed). Tests with the same
+    /// setup start their tries from the same store, so their cells share it (a setup stage).
+    pub const fn setup(self) -> Setup {
+        match self {
+            Test::GetUserOrderedTree => Setup::UserOrderedItems,
+            Test::CreateAnItemOper => Setup::OperationalItems,
+            Test::GetOperTree
+            | Test::CreateBatch
+            | Test::CreateUserOrderedItems
+            | Test::CreateAllItems
+            | Test::CreateAllItemsOper
+            | Test::ManyOperChangeSubs => Setup::Nothing,
+            _ => Setup::Items,
+        }
     }
 
     /// Whether sysrepo's setup-once harness hides the real cost after try 1 (see the variants'

@@ -51,6 +51,47 @@ pub const SCALES: [u64; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
 /// minutes of the offline runner each), which no CI run can afford.
 pub const PROJECTED_SCALE: u64 = 100_000_000;
 
+/// One step of a users/orders benchmark's setup. The canbench benchmarks run them all in one
+/// message; the benchmark canister's `bench_setup` runs them call by call under an instruction
+/// budget, each step resumable at a row offset, so that a setup larger than one message can still
+/// be built. The library runs them (`stablebench::bench::SetupStepRun`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetupStep {
+    /// Both tables.
+    Schema,
+    /// All users, in one transaction per call.
+    Users,
+    /// All orders, in one transaction per call.
+    Orders,
+    /// Both indexes, one statement.
+    Indexes,
+    /// `DELETE FROM orders`, one statement (the indexed 1M insert starts from an indexed,
+    /// empty orders table whose pages are on the freelist).
+    DeleteAllOrders,
+}
+
+impl SetupStep {
+    /// Its name in progress reports and setup stage keys.
+    pub const fn name(self) -> &'static str {
+        match self {
+            SetupStep::Schema => "schema",
+            SetupStep::Users => "users",
+            SetupStep::Orders => "orders",
+            SetupStep::Indexes => "indexes",
+            SetupStep::DeleteAllOrders => "delete_all_orders",
+        }
+    }
+
+    /// Units of work of the step at `sizes`: rows for the loads, 1 for a statement.
+    pub const fn units(self, sizes: Sizes) -> u64 {
+        match self {
+            SetupStep::Users => sizes.users,
+            SetupStep::Orders => sizes.orders,
+            SetupStep::Schema | SetupStep::Indexes | SetupStep::DeleteAllOrders => 1,
+        }
+    }
+}
+
 /// One benchmark of the reference workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Bench {
@@ -139,6 +180,19 @@ impl Bench {
     /// (`<name>_<profile>`).
     pub fn profiled_name(self, profile: &Profile) -> String {
         crate::cells::Cell::users_orders(self, *profile).name()
+    }
+
+    /// The steps of its setup, in order: every benchmark starts from the same schema, and each
+    /// setup is a prefix of the next (the shared setups of `stablebench-runner bench` rely on it).
+    pub const fn setup_steps(self) -> &'static [SetupStep] {
+        use SetupStep::*;
+        match self {
+            Bench::InsertUsers => &[Schema],
+            Bench::InsertOrders => &[Schema, Users],
+            Bench::CreateIndexes => &[Schema, Users, Orders],
+            Bench::InsertOrders1mIndexed => &[Schema, Users, Orders, Indexes, DeleteAllOrders],
+            _ => &[Schema, Users, Orders, Indexes],
+        }
     }
 
     /// Finds a benchmark by its name without the profile.

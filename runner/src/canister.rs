@@ -201,8 +201,15 @@ impl Code {
     /// Instruments and compiles `wasm` (gzip accepted). Compiled modules are cached on disk
     /// (`$STABLEBENCH_CACHE_DIR`, default `~/.cache/stablebench/modules`) by content hash.
     pub fn new(wasm: &[u8], metering: Metering) -> Result<Arc<Code>> {
+        Code::with_heap_tracking(wasm, metering, true)
+    }
+
+    /// [`Code::new`], without heap tracking unless `track_heap`: for canisters whose executions
+    /// are never undone (each runs in a process that ends with it), where tracking is only cost.
+    /// Undoing an execution then copies the whole heap.
+    pub fn with_heap_tracking(wasm: &[u8], metering: Metering, track_heap: bool) -> Result<Arc<Code>> {
         let wasm = maybe_gunzip(wasm)?;
-        let info = instrument::instrument(&wasm, metering).context("instrumenting the wasm")?;
+        let info = instrument::instrument_with(&wasm, metering, track_heap).context("instrumenting the wasm")?;
         if info.mem_type == instrument::MemType::Wasm64 {
             bail!("wasm64 canisters are not supported by the offline runner yet");
         }
@@ -228,13 +235,49 @@ impl Code {
 
     /// Reads and compiles a wasm file.
     pub fn from_file(path: &Path, metering: Metering) -> Result<Arc<Code>> {
+        Code::from_file_with_heap_tracking(path, metering, true)
+    }
+
+    /// [`Code::from_file`] with heap tracking only if `track_heap` (see [`Code::with_heap_tracking`]).
+    pub fn from_file_with_heap_tracking(path: &Path, metering: Metering, track_heap: bool) -> Result<Arc<Code>> {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        Code::new(&bytes, metering).with_context(|| format!("loading {}", path.display()))
+        Code::with_heap_tracking(&bytes, metering, track_heap).with_context(|| format!("loading {}", path.display()))
     }
 
     /// True if the module exports `name`.
     pub fn exports(&self, name: &str) -> bool {
         self.exports.iter().any(|e| e == name)
+    }
+
+    /// The Candid interface the canister's own code generates, if it exports one: the string
+    /// that `ic_cdk::export_candid!`'s `get_candid_pointer` returns (what dfx's candid-extractor
+    /// reads), run on a fresh instance. Unlike the `candid:service` metadata, which the build
+    /// copies from a `.did` file, this comes from the code's types, so comparing the two checks
+    /// the file without a native build of the canister.
+    pub fn generated_candid(&self) -> Result<Option<String>> {
+        const EXPORT: &str = "get_candid_pointer";
+        if !self.exports(EXPORT) {
+            return Ok(None);
+        }
+        let (mut store, instance) = instantiate(self, Host::new(Principal::anonymous(), Vec::new()))?;
+        let counter = instance.get_global(&mut store, instrument::COUNTER_EXPORT).context("the counter global")?;
+        counter.set(&mut store, Val::I64(i64::MAX)).map_err(wt)?;
+        let f = instance.get_typed_func::<(), i32>(&mut store, EXPORT).map_err(wt)?;
+        let ptr = std::thread::scope(|s| {
+            std::thread::Builder::new()
+                .stack_size(THREAD_STACK)
+                .spawn_scoped(s, || f.call(&mut store, ()))
+                .expect("spawn the execution thread")
+                .join()
+                .expect("the execution thread panicked")
+        })
+        .map_err(wt)
+        .with_context(|| format!("calling {EXPORT}"))?;
+        let memory = instance.get_memory(&mut store, instrument::MEMORY_EXPORT).context("no heap")?;
+        let heap = memory.data(&store);
+        let text = heap.get(ptr as u32 as usize..).context("the pointer is outside the heap")?;
+        let end = text.iter().position(|b| *b == 0).context("the string does not end")?;
+        Ok(Some(String::from_utf8(text[..end].to_vec()).context("the interface is not UTF-8")?))
     }
 
     /// The public or private `candid:service` metadata, if embedded.
@@ -337,6 +380,9 @@ pub struct Canister {
     /// (`Instrumented::tracks_heap`): an execution is undone, and kept, by copying only those
     /// pages, instead of saving the whole heap before every execution.
     committed: Option<Vec<u8>>,
+    /// Set by [`Canister::last_query`]: nothing will run on this canister afterwards, so its
+    /// last execution is not undone.
+    last: bool,
 }
 
 /// Whether every execution of a heap-tracking canister is followed by a full comparison of the
@@ -378,6 +424,7 @@ impl Canister {
             executions: 0,
             raw_rand_calls: 0,
             committed: None,
+            last: false,
         };
         let limit = c.opts.limits.install;
         c.begin(Kind::Init, arg.to_vec(), Principal::anonymous());
@@ -403,6 +450,19 @@ impl Canister {
     /// Runs query `method`; its changes are always undone.
     pub fn query(&mut self, method: &str, arg: &[u8], caller: Principal) -> Outcome {
         self.message(Kind::Query, &format!("canister_query {method}"), method, arg, caller)
+    }
+
+    /// Runs query `method` as the last thing this canister does: the same execution and outcome
+    /// as [`Canister::query`], without saving or undoing anything (the canister is dropped, or
+    /// its process ends, afterwards).
+    pub fn last_query(&mut self, method: &str, arg: &[u8], caller: Principal) -> Outcome {
+        self.last = true;
+        self.query(method, arg, caller)
+    }
+
+    /// Hands the canister's setup-stage reports to `hook` (see [`host::StageHook`]), or stops.
+    pub fn set_stage_hook(&mut self, hook: Option<Box<dyn host::StageHook>>) {
+        self.store.data_mut().stage_hook = hook;
     }
 
     /// Runs `canister_global_timer` if the global timer is set and due (the timer is cleared
@@ -507,6 +567,7 @@ impl Canister {
             executions: 0,
             raw_rand_calls: self.raw_rand_calls,
             committed: None,
+            last: false,
         };
         c.fill(snap);
         Ok(c)
@@ -707,8 +768,10 @@ impl Canister {
     fn execute(&mut self, msg: Message, entry: Entry<'_>, limit: u64) -> Execution {
         self.executions += 1;
         let kind = msg.kind;
-        // A tracked heap is undone from its committed image; otherwise save the whole heap.
+        // A tracked heap is undone from its committed image; otherwise save the whole heap
+        // (unless this is the canister's last execution, which nothing needs undone).
         let (snap, globals) = match self.committed {
+            _ if self.last => (None, Vec::new()),
             Some(_) => (None, self.globals()),
             None => (Some(self.snapshot()), Vec::new()),
         };
@@ -720,7 +783,9 @@ impl Canister {
         let output = std::mem::take(&mut h.output);
         let dirtied = h.stable.dirtied;
         let keep = r.is_ok() && kind != Kind::Query;
-        if !keep {
+        if self.last {
+            // Nothing runs after this execution: neither undone nor kept.
+        } else if !keep {
             self.store.data_mut().stable.rollback();
             match snap {
                 Some(snap) => self.restore(snap),
@@ -806,9 +871,26 @@ impl Canister {
         let r = std::thread::scope(|s| {
             std::thread::Builder::new()
                 .stack_size(THREAD_STACK)
-                .spawn_scoped(s, move || match callable {
-                    Callable::Export(f) => f.call(store, ()),
-                    Callable::Callback(f, env) => f.call(store, env),
+                .spawn_scoped(s, move || {
+                    let r = match callable {
+                        Callable::Export(f) => f.call(&mut *store, ()),
+                        Callable::Callback(f, env) => f.call(&mut *store, env),
+                    };
+                    // A fork that measures another cell from a shared setup (`crate::shared`) ends
+                    // here: its process has only this thread, and nothing to go back to.
+                    if let Some(hook) = store.data_mut().forked.take() {
+                        let out_of_instructions = flag.get(&mut *store).unwrap_i32() == 1;
+                        let trap = r.as_ref().err().map(|e| to_trap(e, out_of_instructions).to_string());
+                        let h = store.data_mut();
+                        hook.finish(host::ExecutionEnd {
+                            trap,
+                            replied: h.msg.replied,
+                            reply: std::mem::take(&mut h.msg.reply),
+                            rejected: h.msg.rejected.take(),
+                            output: std::mem::take(&mut h.output),
+                        });
+                    }
+                    r
                 })
                 .expect("spawn the execution thread")
                 .join()
@@ -817,17 +899,8 @@ impl Canister {
         self.store.data_mut().executing = false;
         let used = executed(limit, counter.get(&mut self.store).unwrap_i64());
         crate::profile::end_call(self.store.data_mut(), used);
-        let r = r.map_err(|e| {
-            if let Some(t) = e.downcast_ref::<Trap>() {
-                t.clone()
-            } else if flag.get(&mut self.store).unwrap_i32() == 1 {
-                Trap::OutOfInstructions
-            } else if let Some(t) = e.downcast_ref::<wasmtime::Trap>() {
-                Trap::Canister(format!("{t}"))
-            } else {
-                Trap::Canister(format!("{e:#}"))
-            }
-        });
+        let out_of_instructions = flag.get(&mut self.store).unwrap_i32() == 1;
+        let r = r.map_err(|e| to_trap(&e, out_of_instructions));
         (r, used)
     }
 
@@ -1082,6 +1155,7 @@ impl Canister {
             executions: 0,
             raw_rand_calls: state.raw_rand_calls,
             committed: None,
+            last: false,
         };
         let globals = state.globals.iter().map(|(g, v)| (*g, v.val())).collect();
         c.fill(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });
@@ -1142,6 +1216,19 @@ impl GlobalValue {
 }
 
 /// wasmtime's error as an anyhow error, keeping its message chain.
+/// How an execution that failed with `e` trapped (`out_of_instructions`: the counter's flag).
+fn to_trap(e: &wasmtime::Error, out_of_instructions: bool) -> Trap {
+    if let Some(t) = e.downcast_ref::<Trap>() {
+        t.clone()
+    } else if out_of_instructions {
+        Trap::OutOfInstructions
+    } else if let Some(t) = e.downcast_ref::<wasmtime::Trap>() {
+        Trap::Canister(format!("{t}"))
+    } else {
+        Trap::Canister(format!("{e:#}"))
+    }
+}
+
 fn wt(e: wasmtime::Error) -> anyhow::Error {
     anyhow!("{e:?}")
 }

@@ -377,6 +377,39 @@ pub struct Host {
     memory: Option<Memory>,
     /// The byte map of heap pages written (`instrument::DIRTY_EXPORT`), if the module tracks them.
     dirty: Option<Memory>,
+    /// Where the canister's setup-stage reports go (`stablebench-runner bench`'s shared setups).
+    pub stage_hook: Option<Box<dyn StageHook>>,
+    /// Set in a fork that goes on as another cell: what ends its execution.
+    pub forked: Option<Box<dyn StageHook>>,
+}
+
+/// What the shared setups of `stablebench-runner bench` (`crate::shared`) hook into: the lines
+/// a benchmark canister prints when its setup reaches a stage
+/// (`stablebench_grid::cells::SETUP_STAGE_PREFIX`, then the stage's key and the address of the
+/// slot that holds the cell's position in the grid).
+pub trait StageHook: Send + fmt::Debug {
+    /// The canister's setup reached `stage`. `Ok(None)`: go on as the same cell. `Ok(Some(i))`:
+    /// this process is a fork that goes on as cell `i`, which the host writes into the slot;
+    /// its execution ends in [`StageHook::finish`]. `Err`: the execution traps with that message.
+    fn reached(&mut self, stage: &str) -> Result<Option<u32>, String>;
+
+    /// Ends a fork's process once its execution is over (never returns).
+    fn finish(self: Box<Self>, end: ExecutionEnd) -> !;
+}
+
+/// How an execution ended, as a fork reports it (see [`StageHook::finish`]).
+#[derive(Debug)]
+pub struct ExecutionEnd {
+    /// How it trapped, if it did.
+    pub trap: Option<String>,
+    /// Whether it replied, and with what.
+    pub replied: bool,
+    /// The reply's bytes.
+    pub reply: Vec<u8>,
+    /// The reject message, if it rejected.
+    pub rejected: Option<String>,
+    /// Its `debug_print` lines.
+    pub output: Vec<String>,
 }
 
 impl Host {
@@ -404,6 +437,8 @@ impl Host {
             counter: None,
             memory: None,
             dirty: None,
+            stage_hook: None,
+            forked: None,
         }
     }
 
@@ -532,6 +567,36 @@ fn copy_out(caller: &mut Caller<'_, Host>, src: &[u8], dst: u64, offset: u64, si
     mem[r].copy_from_slice(&src[offset as usize..(offset + size) as usize]);
     mark_written(caller, dst, size);
     Ok(())
+}
+
+/// A setup-stage line's `<stage> <slot address>`, handed to the stage hook if there is one.
+fn setup_stage(c: &mut Caller<'_, Host>, line: &str) -> HostResult<()> {
+    let Some(mut hook) = c.data_mut().stage_hook.take() else { return Ok(()) };
+    let parsed = line
+        .rsplit_once(' ')
+        .and_then(|(stage, slot)| Some((stage, u64::from_str_radix(slot.strip_prefix("0x")?, 16).ok()?)));
+    let Some((stage, slot)) = parsed else {
+        c.data_mut().stage_hook = Some(hook);
+        return violation(format!("a setup-stage line without its slot: {line:?}"));
+    };
+    match hook.reached(stage) {
+        Ok(None) => {
+            c.data_mut().stage_hook = Some(hook);
+            Ok(())
+        }
+        Ok(Some(index)) => {
+            c.data_mut().forked = Some(hook);
+            let (mem, _) = heap(c)?;
+            let r = heap_range(mem.len(), slot, 4)?;
+            mem[r].copy_from_slice(&index.to_le_bytes());
+            mark_written(c, slot, 4);
+            Ok(())
+        }
+        Err(e) => {
+            c.data_mut().stage_hook = Some(hook);
+            violation(e)
+        }
+    }
 }
 
 fn read_heap(caller: &mut Caller<'_, Host>, src: u64, size: u64) -> HostResult<Vec<u8>> {
@@ -864,6 +929,9 @@ fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         let line = String::from_utf8_lossy(&text).into_owned();
         if c.data().print_output {
             eprintln!("[canister] {line}");
+        }
+        if let Some(stage) = line.strip_prefix(stablebench_grid::cells::SETUP_STAGE_PREFIX) {
+            setup_stage(&mut c, stage)?;
         }
         c.data_mut().output.push(line);
         Ok(())

@@ -555,8 +555,16 @@ struct Hooks {
 }
 
 /// Rewrites `wasm` (see the module docs). `metering` selects whether charges, and the profiler's
-/// hooks, are injected.
+/// hooks, are injected; the heap pages the module writes are tracked where it can be.
 pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
+    instrument_with(wasm, metering, true)
+}
+
+/// [`instrument`], with heap tracking only if `track_heap` (and the module can be tracked). A
+/// canister whose executions are never undone (`stablebench-runner bench` runs each benchmark in a
+/// process of its own, see `crate::shared`) does not need it, and runs faster without; the counts
+/// are the same either way.
+pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Result<Instrumented> {
     let profiled = metering == Metering::Profiled;
     let mut re = Reencoder { imported_funcs: 0, shift: if profiled { PROFILE_HOOKS } else { 0 } };
     let mut module = Module::new();
@@ -605,7 +613,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
         }
     }
     let tracked_mem = match first_mem {
-        Some(m64) if trackable && imported_mems == 0 && defined_mems > 0 => {
+        Some(m64) if track_heap && trackable && imported_mems == 0 && defined_mems > 0 => {
             Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
         }
         _ => None,

@@ -16,5 +16,7 @@ pub mod live;
 pub mod load;
 pub mod profile;
 pub mod replica;
+#[cfg(unix)]
+pub mod shared;
 pub mod suite;
 pub mod target;

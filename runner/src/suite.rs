@@ -71,6 +71,11 @@ pub struct BenchArgs {
     /// Where --profile writes.
     #[arg(long, value_name = "DIR", default_value = "target/profile")]
     pub profile_dir: PathBuf,
+    /// Run every benchmark's setup in its own query, as canbench does on PocketIC, instead of
+    /// building each setup state once for the benchmarks that share it (the results are the
+    /// same; see docs/runner.md). --profile implies it.
+    #[arg(long)]
+    pub full_setups: bool,
 }
 
 /// The keys of canbench.yml that canbench 0.7 reads.
@@ -177,10 +182,27 @@ pub fn run_benchmarks(
     print_output: bool,
     jobs: usize,
     profile: Option<&profile::Output>,
+    each: impl FnMut(&Run),
+) -> Result<Vec<Run>> {
+    let names = matching(&code, pattern);
+    run_named(code, setup, &names, print_output, jobs, profile, each)
+}
+
+/// The benchmarks of `code` whose names contain `pattern`, in export order.
+pub fn matching(code: &Code, pattern: Option<&str>) -> Vec<String> {
+    benchmark_names(code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect()
+}
+
+/// [`run_benchmarks`] for the benchmarks `names`, in that order.
+pub fn run_named(
+    code: std::sync::Arc<Code>,
+    setup: &BenchSetup,
+    names: &[String],
+    print_output: bool,
+    jobs: usize,
+    profile: Option<&profile::Output>,
     mut each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
-    let names: Vec<String> =
-        benchmark_names(&code).into_iter().filter(|n| pattern.is_none_or(|p| n.contains(p))).collect();
     let opts = bench_options(setup, print_output);
     let (init_args, stable_memory) = (&setup.init_args, setup.stable_memory.as_deref());
     let (mut canister, _) = Canister::install(code, init_args, opts)?;
@@ -197,7 +219,7 @@ pub fn run_benchmarks(
     let mut failure = None;
     std::thread::scope(|s| {
         for mut c in workers {
-            let (tx, next, names) = (tx.clone(), &next, &names);
+            let (tx, next) = (tx.clone(), &next);
             s.spawn(move || loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(name) = names.get(i) else { break };
@@ -232,17 +254,45 @@ pub fn run_benchmarks(
     Ok(done.into_values().collect())
 }
 
+/// [`run_benchmarks`] with shared setups (see `crate::shared`): the benchmarks whose names
+/// contain `pattern`, grouped by the setup stages the grid declares, longest groups first (by the
+/// committed results `old`), each group in a process of its own; the same results. Without
+/// `fork` (not unix), setups are not shared.
+pub fn run_shared(
+    code: std::sync::Arc<Code>,
+    setup: &BenchSetup,
+    pattern: Option<&str>,
+    print_output: bool,
+    jobs: usize,
+    old: &BTreeMap<String, BenchResult>,
+    each: impl FnMut(&Run),
+) -> Result<Vec<Run>> {
+    #[cfg(unix)]
+    {
+        let names = matching(&code, pattern);
+        let mut groups = crate::shared::plan(&names);
+        crate::shared::longest_first(&mut groups, |b| {
+            old.get(&names[b]).map_or(0, |r| {
+                r.total.instructions + r.scopes.get(stablebench_grid::scopes::SETUP).map_or(0, |s| s.instructions)
+            })
+        });
+        crate::shared::run_groups(code, setup, &names, &groups, print_output, jobs, each)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = old;
+        run_benchmarks(code, setup, pattern, print_output, jobs, None, each)
+    }
+}
+
 fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> Result<Run> {
     let started = Instant::now();
     let out = c.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
     let wall = started.elapsed();
-    let result =
-        out.result.as_ref().map_err(|e| BenchError { name: name.to_string(), reject: e.clone() }).and_then(|reply| {
-            candid::decode_one::<BenchResult>(reply).map_err(|e| BenchError {
-                name: name.to_string(),
-                reject: Reject::Rejected(format!("decoding the result: {e}")),
-            })
-        });
+    let result = out.result.as_ref().map_err(|e| BenchError::from_reject(name, e)).and_then(|reply| {
+        candid::decode_one::<BenchResult>(reply)
+            .map_err(|e| BenchError::from_reject(name, &Reject::Rejected(format!("decoding the result: {e}"))))
+    });
     // A benchmark that failed is profiled too (the query, up to the trap).
     let written = match profile {
         Some(p) => {
@@ -262,18 +312,32 @@ fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> R
 pub struct BenchError {
     /// The benchmark.
     pub name: String,
+    /// canbench's error code: `CanisterReject` or `CanisterError`.
+    pub code: &'static str,
     /// Why.
-    pub reject: Reject,
+    pub message: String,
+}
+
+impl BenchError {
+    /// Benchmark `name` failed with `code` and `message`.
+    pub fn new(name: &str, code: &'static str, message: String) -> BenchError {
+        BenchError { name: name.to_string(), code, message }
+    }
+
+    /// Benchmark `name`'s query ended with `reject`.
+    pub fn from_reject(name: &str, reject: &Reject) -> BenchError {
+        let code = match reject {
+            Reject::Rejected(_) => "CanisterReject",
+            _ => "CanisterError",
+        };
+        BenchError::new(name, code, reject.to_string())
+    }
 }
 
 impl std::fmt::Display for BenchError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // canbench: "Error executing benchmark <name>. Error:\n<code>: <message>"
-        let code = match self.reject {
-            Reject::Rejected(_) => "CanisterReject",
-            _ => "CanisterError",
-        };
-        write!(f, "Error executing benchmark {}. Error:\n{code}: {}", self.name, self.reject)
+        write!(f, "Error executing benchmark {}. Error:\n{}: {}", self.name, self.code, self.message)
     }
 }
 
@@ -326,8 +390,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         (false, true) => Metering::Profiled,
         (false, false) => Metering::On,
     };
+    // Shared setups run each benchmark in a process of its own, where nothing is undone: the code
+    // needs no heap tracking there.
+    let shared = cfg!(unix) && !args.full_setups && !args.profile;
     let started = Instant::now();
-    let code = Code::from_file(&cfg.wasm_path, metering)?;
+    let code = Code::from_file_with_heap_tracking(&cfg.wasm_path, metering, !shared)?;
     let load = started.elapsed();
     let profile_out = if args.profile {
         let names = profile::Names::from_wasm(&code.wasm)?;
@@ -343,27 +410,27 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     };
     let show_results = !args.hide_results;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runs = run_benchmarks(
-        code,
-        &setup,
-        args.pattern.as_deref(),
-        args.show_canister_output,
-        jobs,
-        profile_out.as_ref(),
-        |run| {
-            if show_results {
-                print!(
-                    "{}",
-                    canbench::format_benchmark_section(
-                        &run.name,
-                        &run.result,
-                        old.get(&run.name),
-                        args.noise_threshold
-                    )
-                );
-            }
-        },
-    );
+    let print_block = |run: &Run| {
+        if show_results {
+            print!(
+                "{}",
+                canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold)
+            );
+        }
+    };
+    let runs = if shared {
+        run_shared(code, &setup, args.pattern.as_deref(), args.show_canister_output, jobs, &old, print_block)
+    } else {
+        run_benchmarks(
+            code,
+            &setup,
+            args.pattern.as_deref(),
+            args.show_canister_output,
+            jobs,
+            profile_out.as_ref(),
+            print_block,
+        )
+    };
     let runs = match runs {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<BenchError>().is_some() => {
@@ -386,7 +453,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         print!("{}", canbench::format_persisted(&results_path));
     }
     println!();
-    print!("{}", limits_table(&runs, metering, jobs, load, started.elapsed()));
+    print!("{}", limits_table(&runs, metering, jobs, shared, load, started.elapsed()));
     if let Some(out) = &profile_out {
         print!("{}", profiles_summary(&runs, &out.dir));
     }
@@ -425,6 +492,10 @@ pub fn stale_results(
                         "{name}: {} -> {} instructions ({pct:+.2}%)",
                         o.total.instructions, r.total.instructions
                     ));
+                } else if noise == 0.0 && r != o {
+                    // No noise allowed: the runner is deterministic, so every field must match
+                    // (calls, heap and stable growth, every scope), not only the total.
+                    out.push(format!("{name}: {}", first_difference(o, r)));
                 }
             }
         }
@@ -435,12 +506,50 @@ pub fn stale_results(
     out
 }
 
+/// Where two results of one benchmark first differ, as `field: old -> new`.
+fn first_difference(old: &BenchResult, new: &BenchResult) -> String {
+    let fields = |m: &canbench::Measurement| {
+        [
+            ("calls", m.calls),
+            ("instructions", m.instructions),
+            ("heap_increase", m.heap_increase),
+            ("stable_memory_increase", m.stable_memory_increase),
+        ]
+    };
+    let mut measures = vec![("total".to_string(), Some(&old.total), Some(&new.total))];
+    for scope in old.scopes.keys().chain(new.scopes.keys()) {
+        measures.push((format!("scope {scope}"), old.scopes.get(scope), new.scopes.get(scope)));
+    }
+    for (what, o, n) in measures {
+        match (o, n) {
+            (Some(o), Some(n)) => {
+                for ((field, a), (_, b)) in fields(o).into_iter().zip(fields(n)) {
+                    if a != b {
+                        return format!("{what} {field}: {a} -> {b}");
+                    }
+                }
+            }
+            (Some(_), None) => return format!("{what}: no longer measured"),
+            (None, Some(_)) => return format!("{what}: new"),
+            (None, None) => {}
+        }
+    }
+    "results differ".to_string()
+}
+
 fn hex_decode(s: &str) -> Result<Vec<u8>> {
     hex::decode(s.trim()).map_err(|e| anyhow!("{e}"))
 }
 
 /// Whether each benchmark's measured step fits the production limits, and the wall times.
-pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duration, total: Duration) -> String {
+pub fn limits_table(
+    runs: &[Run],
+    metering: Metering,
+    jobs: usize,
+    shared: bool,
+    load: Duration,
+    total: Duration,
+) -> String {
     let q = Limits::PRODUCTION.query;
     let u = Limits::PRODUCTION.update;
     let fits = |ok: bool| if ok { "yes" } else { "NO" };
@@ -488,12 +597,22 @@ pub fn limits_table(runs: &[Run], metering: Metering, jobs: usize, load: Duratio
         Metering::Profiled => "metered and profiled (--profile)",
         Metering::Off => "NOT metered (--no-metering)",
     };
+    let unit = match (shared, jobs == 1) {
+        (true, true) => "process",
+        (true, false) => "processes",
+        (false, true) => "thread",
+        (false, false) => "threads",
+    };
+    let setups = if shared {
+        "shared setups: a benchmark's wall time starts where its setup joins the one it shares, the first of a group's includes the whole setup"
+    } else {
+        "a benchmark's wall time includes its setup"
+    };
     t += &format!(
-        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} thread{} the rest; a benchmark's wall time includes its setup). Instructions are per call where a benchmark records several calls (`calls` > 1). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
+        "Wall time: {:.1}s in all ({mode}; loading and compiling the wasm {:.1}s, install and {} benchmark queries on {jobs} {unit} the rest; {setups}). Instructions are per call where a benchmark records several calls (`calls` > 1). Reply bytes: the Candid size of the rows the matching endpoint would return.\n",
         total.as_secs_f64(),
         load.as_secs_f64(),
         runs.len(),
-        if jobs == 1 { "" } else { "s" }
     );
     t
 }

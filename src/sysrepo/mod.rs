@@ -29,7 +29,7 @@ pub mod stable;
 use std::collections::{BTreeMap, HashMap};
 
 pub use stablebench_grid::sysrepo::{
-    Test, CHANGE_SUBSCRIBERS, CHANGE_SUB_ROUNDS, LIVE_MAX_SIZE, MAX_TRY_SCOPE, SIZES, TESTS, TRIES,
+    Setup, Test, CHANGE_SUBSCRIBERS, CHANGE_SUB_ROUNDS, LIVE_MAX_SIZE, MAX_TRY_SCOPE, SIZES, TESTS, TRIES,
 };
 
 use crate::kv::Probe;
@@ -530,6 +530,22 @@ pub fn run<S: Store + ?Sized, P: Probe>(
     fresh: bool,
     probe: &P,
 ) -> Result<Samples> {
+    run_from_stage(test, store, n, tries, fresh, probe, &mut || (test, fresh))
+}
+
+/// [`run`], which calls `stage` once the setup is done, if the test has one ([`Test::setup`]):
+/// the tries are those of the test (and `fresh`) it returns, which must have the same setup. A
+/// benchmark canister reports its setup stage there (where the runner may go on as another cell
+/// with the same setup, see `stablebench_grid::cells::Stage`).
+pub fn run_from_stage<S: Store + ?Sized, P: Probe>(
+    mut test: Test,
+    store: &mut S,
+    n: u32,
+    tries: u32,
+    mut fresh: bool,
+    probe: &P,
+    stage: &mut dyn FnMut() -> (Test, bool),
+) -> Result<Samples> {
     if fresh && !test.has_quirk() {
         return Err(Error::InvalidArgument(format!("{} has no fresh variant", test.name())));
     }
@@ -544,21 +560,24 @@ pub fn run<S: Store + ?Sized, P: Probe>(
     let mut session = Session::new(store);
     // The setup (never timed): what the store holds before the first try.
     let setup = |session: &mut Session<S>, model: &mut Tree| -> Result<()> {
-        let edits = match test {
-            Test::GetUserOrderedTree => (0..n).map(|i| Edit::SetUsr { k: i, l: leaf(i) }).collect(),
-            Test::GetOperTree
-            | Test::CreateBatch
-            | Test::CreateUserOrderedItems
-            | Test::CreateAllItems
-            | Test::CreateAllItemsOper
-            | Test::ManyOperChangeSubs => return Ok(()),
-            _ => lst_batch(n),
+        // As the grid declares it (tests with the same setup share it, see `Test::setup`).
+        let edits = match test.setup() {
+            Setup::UserOrderedItems => (0..n).map(|i| Edit::SetUsr { k: i, l: leaf(i) }).collect(),
+            Setup::Nothing => return Ok(()),
+            Setup::Items | Setup::OperationalItems => lst_batch(n),
         };
         model.apply(&edits)?;
         session.edit_batch(edits);
         session.apply_changes(ds)
     };
     setup(&mut session, &mut model)?;
+    if test.setup() != Setup::Nothing {
+        let setup = test.setup();
+        (test, fresh) = stage();
+        if test.setup() != setup || (fresh && !test.has_quirk()) {
+            return Err(Error::InvalidArgument(format!("{} cannot go on from this setup", test.name())));
+        }
+    }
     if test.cached() {
         session.cache(ds)?;
     }
