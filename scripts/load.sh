@@ -29,7 +29,13 @@ while [ $# -gt 0 ]; do
 done
 
 ensure_rust
-cargo build --locked --release -p stablebench-runner >&2
+# STABLEBENCH_RUNNER: a runner binary already built (scripts/test.sh passes the one its workspace
+# test build made, instead of building it again with the runner's own feature set).
+runner=${STABLEBENCH_RUNNER:-}
+if [ -z "$runner" ]; then
+  cargo build --locked --release -p stablebench-runner >&2
+  runner=$ROOT/target/release/stablebench-runner
+fi
 if [ "$dfx_mode" = false ]; then
   if [ ! -f "$state/state.yml" ] && [ ! -f "$OUT_DIR/stablebench.wasm" ]; then
     "$ROOT/scripts/build.sh" production
@@ -37,4 +43,4 @@ if [ "$dfx_mode" = false ]; then
 else
   command -v dfx >/dev/null || die "dfx is not installed"
 fi
-exec "$ROOT/target/release/stablebench-runner" load "${args[@]}"
+exec "$runner" load "${args[@]}"
