@@ -239,7 +239,7 @@ fn run_group(canister: &mut Canister, group: &Group, names: &[String], dir: &Pat
         Ok(reply) => Outcome { reply: Some(reply), error: None, output: out.output, wall },
         Err(reject) => {
             let e = BenchError::from_reject(name, &reject);
-            Outcome { reply: None, error: Some((e.code.to_string(), e.message)), output: out.output, wall }
+            Outcome { output: out.output, wall, ..Outcome::error(e.code, e.message) }
         }
     };
     let mut written = write_outcome(dir, group.leader, &end).is_ok();
@@ -329,10 +329,7 @@ impl StageHook for GroupHook {
         let switched = format!("{SWITCHED_CELL_PREFIX}{name}");
         let mut outcome = match (end.trap, end.rejected, end.replied) {
             (Some(trap), _, _) => Outcome::failed(trap),
-            (None, Some(m), _) => Outcome {
-                error: Some(("CanisterReject".into(), format!("Canister rejected the message: {m}"))),
-                ..Outcome::failed(String::new())
-            },
+            (None, Some(m), _) => Outcome::error("CanisterReject", format!("Canister rejected the message: {m}")),
             (None, None, true) => Outcome { reply: Some(end.reply), error: None, output: Vec::new(), wall },
             (None, None, false) => Outcome::failed("Canister did not reply to the call".into()),
         };
@@ -365,12 +362,11 @@ struct Outcome {
 
 impl Outcome {
     fn failed(message: String) -> Outcome {
-        Outcome {
-            reply: None,
-            error: Some(("CanisterError".into(), message)),
-            output: Vec::new(),
-            wall: Duration::ZERO,
-        }
+        Outcome::error("CanisterError", message)
+    }
+
+    fn error(code: &str, message: String) -> Outcome {
+        Outcome { reply: None, error: Some((code.into(), message)), output: Vec::new(), wall: Duration::ZERO }
     }
 }
 
