@@ -11,6 +11,8 @@ pub mod chia;
 #[cfg(feature = "report")]
 pub mod kv;
 #[cfg(feature = "report")]
+pub mod mainnet;
+#[cfg(feature = "report")]
 pub mod results;
 #[cfg(feature = "report")]
 pub mod scaling;

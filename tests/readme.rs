@@ -1,7 +1,8 @@
 //! The README's pragma, benchmark, results, DbWeight and NodeStore tables, docs/results.{md,svg}
 //! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
-//! docs/chia.{md,svg} and docs/scaling.{md,svg} are generated from
-//! what they describe (the code, canbench_results.yml and chia_pages_results.yml), and the
+//! docs/chia.{md,svg}, docs/scaling.{md,svg} and docs/mainnet.md are generated from
+//! what they describe (the code, canbench_results.yml, mainnet_results.yml and
+//! chia_pages_results.yml), and the
 //! README's opening code is the example canister's (examples/sqlite);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
@@ -10,9 +11,10 @@ use std::collections::BTreeMap;
 
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
+use stablebench::report::mainnet::measured;
 use stablebench::report::results::Results;
-use stablebench::report::{self, chia, kv, scaling, site, sysrepo, vfs, Measured};
-use stablebench_grid::cells::{Backend, Cell, Workload};
+use stablebench::report::{self, chia, kv, mainnet, scaling, site, sysrepo, vfs};
+use stablebench_grid::cells::{Backend, Cell, Op, Workload, DB_WEIGHT_SIZE};
 
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
 
@@ -36,6 +38,9 @@ fn bench_table() -> String {
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/canbench_results.yml");
 const VFS_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/vfs/canbench_results.yml");
+const MAINNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mainnet_results.yml");
+const VFS_MAINNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/vfs/mainnet_results.yml");
+const MAINNET_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/mainnet.md");
 const VFS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/vfs.md");
 const RESULTS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.md");
 const RESULTS_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.svg");
@@ -57,19 +62,14 @@ fn results() -> Results {
     Results::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The totals as the pragma guide's report reads them (it looks up the users/orders names only).
-fn measured(results: &Results) -> BTreeMap<String, Measured> {
-    results
-        .iter()
-        .map(|(cell, r)| {
-            let m = Measured {
-                instructions: r.total.instructions,
-                heap_increase: r.total.heap_increase,
-                stable_memory_increase: r.total.stable_memory_increase,
-            };
-            (cell.name(), m)
-        })
-        .collect()
+/// The same benchmarks priced as mainnet prices them (the ic cost model), keyed by cells, with
+/// their page counts by name.
+fn mainnet_results() -> (Results, BTreeMap<String, mainnet::Pages>) {
+    let (main, vfs) = (std::fs::read_to_string(MAINNET).unwrap(), std::fs::read_to_string(VFS_MAINNET).unwrap());
+    let results = Results::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("mainnet_results.yml: {e}"));
+    let mut pages = mainnet::pages_of(&main).unwrap_or_else(|e| panic!("{e}"));
+    pages.extend(mainnet::pages_of(&vfs).unwrap_or_else(|e| panic!("vfs/{e}")));
+    (results, pages)
 }
 
 /// The NodeStore fetch hits for `n` objects: exact counts from the data generator, which the
@@ -117,6 +117,13 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let chia = chia::generate(&results, &pages, command, &date);
     let vfs = vfs::generate(&results, command, &date);
     let scaling = scaling::generate(&results, command, &date);
+    let (ic, pages) = mainnet_results();
+    assert_eq!(
+        ic.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
+        results.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
+        "mainnet_results.yml and canbench_results.yml hold the same benchmarks (one run writes both)"
+    );
+    let mainnet = mainnet::generate(&results, &ic, &pages, command, &date);
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -131,7 +138,23 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let want = splice(&want, "vfs-summary", &vfs.readme);
     let want = splice(&want, "scaling-table", &scaling.readme);
     let want = splice(&want, "example-open", &example_open());
+    let want = splice(&want, "mainnet-summary", &mainnet.readme);
     let docs = [
+        site::Doc {
+            page: "mainnet.html",
+            source: "mainnet.md",
+            title: "Mainnet",
+            summary: "what the calls cost on mainnet since the IC's memory tracker, beside canbench's figures, and which answers change",
+            markdown: &mainnet.markdown,
+            cells: |c| {
+                let reference = c.workload() == Workload::UsersOrders
+                    && c.size == stablebench::bench::Sizes::REFERENCE.orders
+                    && c.profile == Some(DEFAULT)
+                    && c.backend == Backend::Sqlite;
+                let trie = matches!(c.op, Op::TrieRead(_) | Op::TrieWrite(_)) && c.size == DB_WEIGHT_SIZE;
+                reference || trie
+            },
+        },
         site::Doc {
             page: "users_orders.html",
             source: "results.md",
@@ -181,7 +204,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             cells: |c: &Cell| matches!(c.backend, Backend::SqliteVfs | Backend::SqliteVfsRowid),
         },
     ];
-    let site_files = site::generate(&results, &site_answer(&want), &docs, &flamegraphs(), command, &date);
+    let site_files = site::generate(&results, &ic, &site_answer(&want), &docs, &flamegraphs(), command, &date);
     let site_files: Vec<(String, &String)> =
         site_files.iter().map(|f| (format!("{SITE}/{}", f.name), &f.text)).collect();
     let files = [
@@ -197,6 +220,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         (VFS_MD, &vfs.markdown),
         (SCALING_MD, &scaling.markdown),
         (SCALING_SVG, &scaling.svg),
+        (MAINNET_MD, &mainnet.markdown),
     ];
     let files: Vec<(String, &String)> =
         files.into_iter().map(|(p, t)| (p.to_string(), t)).chain(site_files.iter().cloned()).collect();

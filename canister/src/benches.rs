@@ -58,7 +58,7 @@ use stablebench_grid::{scopes, KV_SEED};
 
 use crate::db;
 pub use crate::measure::{checked_run, measure_kv, pages, trie_setup, verdict, Counter, Measured};
-use crate::measure::{measure_nodestore, measure_trie, setup_stage};
+use crate::measure::{measure_nodestore, measure_trie, message_starts, setup_stage};
 use stablebench::NoLimit;
 
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
@@ -142,6 +142,7 @@ fn users_orders_bench(cell: &Cell) -> Bench {
 pub fn measure_users_orders(bench: Bench, sizes: Sizes) -> Measured {
     db::with_conn(|conn| {
         let mut output = None;
+        message_starts();
         let result = bench_fn(|| output = Some(bench.run(conn, sizes)));
         let output = output.expect("bench_fn ran the step").map_err(|e| e.to_string())?;
         let checked = bench.verify(conn, sizes, &output).map(|o| format!("{o:?}")).map_err(|e| e.to_string());
@@ -188,6 +189,8 @@ pub fn measure_trie_upgrade(cell: &Cell, heap: &HeapKv) -> Measured {
     let memory = db::memory(memory_ids::HEAP_BTREEMAP_SNAPSHOT);
     let mut saved = Ok(0);
     let mut loaded = None;
+    // One step: the save (pre_upgrade) and the load (post_upgrade) are priced as one execution.
+    message_starts();
     let result = bench_fn(|| {
         {
             let _save = bench_scope(scopes::SAVE);

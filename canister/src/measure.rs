@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use canbench_rs::{bench_fn, bench_scope, BenchResult, Measurement};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::{nodestore, trie, KvStore, Probe};
-use stablebench_grid::cells::{Cache, Cell, Op, Stage, SETUP_STAGE_PREFIX};
+use stablebench_grid::cells::{Cache, Cell, Op, Stage, MEASURE_LINE, SETUP_STAGE_PREFIX};
 use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
 
@@ -117,6 +117,17 @@ impl Probe for Counter {
         let _scope = bench_scope(name);
         f()
     }
+    fn message_starts(&self) {
+        message_starts();
+    }
+}
+
+/// Tells the offline runner that a timed part which would be a message of its own starts at the
+/// next instruction-counter read (`MEASURE_LINE`; see `Probe::message_starts`): before
+/// `bench_fn`, and through [`Counter`] before each timed iteration. One `debug_print` of a static
+/// line, outside the timed part; nothing is allocated.
+pub fn message_starts() {
+    ic_cdk::api::debug_print(MEASURE_LINE);
 }
 
 /// Heap and stable memory sizes in wasm pages, as canbench measures them.
@@ -191,6 +202,7 @@ pub fn measure_trie(cell: &Cell, store: &mut dyn KvStore) -> Measured {
 /// rippled's NodeStore phases on `store`, new and empty, each a scope; `total` their sum.
 pub fn measure_nodestore(cell: &Cell, store: &mut dyn KvStore) -> Measured {
     let mut run = None;
+    message_starts();
     let mut result = bench_fn(|| run = Some(nodestore::run(store, cell.size, nodestore::SEED, &Counter)));
     // `total` is the phases themselves: generating each phase's objects and checking what it
     // fetched happen between the scopes (see `stablebench::kv::nodestore`), not in the measure.

@@ -487,11 +487,26 @@ pub struct Stage {
 /// (the canister's `setup_stage`, the runner's shared setups).
 pub const SETUP_STAGE_PREFIX: &str = "stablebench: setup_stage ";
 
+/// What a benchmark canister prints right before its measured step (canbench-rs's `bench_fn`):
+/// the offline runner starts the step's page tracking at the next instruction-counter read,
+/// which is `bench_fn`'s first, as a message of its own would start it, and there may fork the
+/// step to measure it under the IC's memory tracker too (docs/mainnet.md).
+pub const MEASURE_LINE: &str = "stablebench: measure";
+
 /// What a benchmark canister prints, followed by the cell's name, after measuring a cell it went
 /// on as at a setup stage (the runner checks it measured the cell it asked for).
 pub const SWITCHED_CELL_PREFIX: &str = "stablebench: went on as ";
 
 impl Cell {
+    /// Whether the cell's measured part is one timed step that would be one message (one
+    /// canbench-rs `bench_fn`, no scopes): the users/orders steps. Its mainnet figure then follows
+    /// from canbench's and the pages the step touched (the tracker's fees added, the canbench
+    /// model's stable write fee taken out), so the offline runner derives it instead of measuring
+    /// the step twice (docs/mainnet.md; `runner/tests/shared_setups.rs` checks the two agree).
+    pub fn measured_in_one_step(&self) -> bool {
+        matches!(self.op, Op::UsersOrders(_))
+    }
+
     /// How many setup stages the cell passes before its measured step (see [`Stage`]): a
     /// users/orders step one per setup step in the ic-rusqlite canister, one in the ic-sqlite-vfs
     /// canister (whose setup is one transaction); a trie read or write one (the data set

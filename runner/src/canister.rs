@@ -14,9 +14,9 @@ use candid::Principal;
 use sha2::{Digest, Sha256};
 use wasmtime::{Config, Engine, Instance, Linker, Module, OptLevel, Store, Val};
 
-use crate::host::{self, executed, Call, Host, Kind, Message, Trap};
-use crate::instrument::{self, Instrumented, Metering, START_EXPORT};
-use crate::replica::{self, pocket_ic, reject_code};
+use crate::host::{self, executed, Call, Host, Kind, Message, PageCounts, Trap};
+use crate::instrument::{self, Instrumented, Metering, Tracking, START_EXPORT};
+use crate::replica::{self, pocket_ic, reject_code, CostModel};
 
 /// Instruction limits per execution kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -76,6 +76,9 @@ pub struct Options {
     pub wasm_memory_limit: u64,
     /// The canister's environment variables (canister settings), any order.
     pub env_vars: Vec<(String, String)>,
+    /// Which replica's charges apply (the `ic` model needs code that tracks the pages it
+    /// touches: [`Code::new`] does).
+    pub cost_model: CostModel,
 }
 
 impl Default for Options {
@@ -87,6 +90,7 @@ impl Default for Options {
             print_output: false,
             wasm_memory_limit: replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES,
             env_vars: Vec::new(),
+            cost_model: CostModel::Canbench,
         }
     }
 }
@@ -99,6 +103,7 @@ impl Options {
         host.wasm_memory_limit = self.wasm_memory_limit;
         host.env_vars = self.env_vars.clone();
         host.env_vars.sort();
+        host.model = self.cost_model;
         host
     }
 }
@@ -161,6 +166,13 @@ pub struct Outcome {
     pub output: Vec<String>,
     /// Wall-clock time of the execution.
     pub wall: Duration,
+    /// The 64 KiB Wasm pages the message's executions touched (each execution counts its own,
+    /// as the replica's tracker does; summed over them), if the code tracks them.
+    pub pages: PageCounts,
+    /// The pages of a benchmark's measured steps ([`host::Measure::pages`]).
+    pub step_pages: Option<PageCounts>,
+    /// The 4 KiB stable pages whose canbench write fee those steps paid.
+    pub stable_fee_pages: u64,
 }
 
 /// The wasmtime engine, configured as the replica configures its own where it matters
@@ -204,12 +216,21 @@ impl Code {
         Code::with_heap_tracking(wasm, metering, true)
     }
 
+    /// [`Code::new`] with the tracking asked for (see [`instrument::Tracking`]).
+    pub fn with_tracking(wasm: &[u8], metering: Metering, tracking: Tracking) -> Result<Arc<Code>> {
+        let wasm = maybe_gunzip(wasm)?;
+        let info = instrument::instrument_tracked(&wasm, metering, tracking).context("instrumenting the wasm")?;
+        Code::compile(wasm, info, metering)
+    }
+
     /// [`Code::new`], without heap tracking unless `track_heap`: for canisters whose executions
     /// are never undone (each runs in a process that ends with it), where tracking is only cost.
     /// Undoing an execution then copies the whole heap.
     pub fn with_heap_tracking(wasm: &[u8], metering: Metering, track_heap: bool) -> Result<Arc<Code>> {
-        let wasm = maybe_gunzip(wasm)?;
-        let info = instrument::instrument_with(&wasm, metering, track_heap).context("instrumenting the wasm")?;
+        Code::with_tracking(wasm, metering, Tracking { heap: track_heap, pages: true })
+    }
+
+    fn compile(wasm: Vec<u8>, info: Instrumented, metering: Metering) -> Result<Arc<Code>> {
         if info.mem_type == instrument::MemType::Wasm64 {
             bail!("wasm64 canisters are not supported by the offline runner yet");
         }
@@ -242,6 +263,12 @@ impl Code {
     pub fn from_file_with_heap_tracking(path: &Path, metering: Metering, track_heap: bool) -> Result<Arc<Code>> {
         let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
         Code::with_heap_tracking(&bytes, metering, track_heap).with_context(|| format!("loading {}", path.display()))
+    }
+
+    /// [`Code::from_file`] with the tracking asked for (see [`instrument::Tracking`]).
+    pub fn from_file_tracked(path: &Path, metering: Metering, tracking: Tracking) -> Result<Arc<Code>> {
+        let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        Code::with_tracking(&bytes, metering, tracking).with_context(|| format!("loading {}", path.display()))
     }
 
     /// True if the module exports `name`.
@@ -383,6 +410,9 @@ pub struct Canister {
     /// Set by [`Canister::last_query`]: nothing will run on this canister afterwards, so its
     /// last execution is not undone.
     last: bool,
+    /// The pages the current message's executions touched, and those of its measured steps
+    /// (for its [`Outcome`]).
+    touched: (PageCounts, Option<(PageCounts, u64)>),
 }
 
 /// Whether every execution of a heap-tracking canister is followed by a full comparison of the
@@ -413,6 +443,9 @@ impl Canister {
     /// Creates and installs a canister: `start`, then `canister_init(arg)`, within the install
     /// limit. A trap leaves nothing: the error says why.
     pub fn install(code: Arc<Code>, arg: &[u8], opts: Options) -> Result<(Canister, Outcome)> {
+        if opts.cost_model == CostModel::Ic && !code.info.tracks_pages {
+            bail!("the ic cost model charges the pages a message touches: the code must track them");
+        }
         let (store, instance) = instantiate(&code, opts.host())?;
         let mut c = Canister {
             code,
@@ -425,6 +458,7 @@ impl Canister {
             raw_rand_calls: 0,
             committed: None,
             last: false,
+            touched: Default::default(),
         };
         let limit = c.opts.limits.install;
         c.begin(Kind::Init, arg.to_vec(), Principal::anonymous());
@@ -568,6 +602,7 @@ impl Canister {
             raw_rand_calls: self.raw_rand_calls,
             committed: None,
             last: false,
+            touched: Default::default(),
         };
         c.fill(snap);
         Ok(c)
@@ -628,6 +663,9 @@ impl Canister {
             stable_bytes: self.stable_memory().len() as u64,
             output: Vec::new(),
             wall: Duration::ZERO,
+            pages: PageCounts::default(),
+            step_pages: None,
+            stable_fee_pages: 0,
         }
     }
 
@@ -641,7 +679,10 @@ impl Canister {
         let started = Instant::now();
         self.executions = 0;
         self.store.data_mut().profile = None;
+        self.touched = Default::default();
         let (result, used, dirtied, output) = self.call_context(kind, export, arg.to_vec(), caller);
+        let (pages, steps) = std::mem::take(&mut self.touched);
+        let (step_pages, stable_fee_pages) = (steps.map(|s| s.0), steps.map_or(0, |s| s.1));
         Outcome {
             result,
             instructions: used,
@@ -650,6 +691,9 @@ impl Canister {
             stable_bytes: self.stable_memory().len() as u64,
             output,
             wall: started.elapsed(),
+            pages,
+            step_pages,
+            stable_fee_pages,
         }
     }
 
@@ -815,6 +859,9 @@ impl Canister {
             stable_bytes: h.stable.bytes.len() as u64,
             output: std::mem::take(&mut h.output),
             wall: started.elapsed(),
+            pages: std::mem::take(&mut self.touched.0),
+            step_pages: None,
+            stable_fee_pages: 0,
         }
     }
 
@@ -856,6 +903,7 @@ impl Canister {
         counter.set(&mut self.store, Val::I64(limit.min(i64::MAX as u64) as i64)).expect("set counter");
         flag.set(&mut self.store, Val::I32(0)).expect("set flag");
         self.store.data_mut().limit = limit;
+        host::restart_pages(&mut self.store);
         let callable = match entry {
             Entry::Export(export) => match self.instance.get_typed_func::<(), ()>(&mut self.store, export) {
                 Ok(f) => Callable::Export(f),
@@ -888,6 +936,8 @@ impl Canister {
                             reply: std::mem::take(&mut h.msg.reply),
                             rejected: h.msg.rejected.take(),
                             output: std::mem::take(&mut h.output),
+                            step_pages: h.measure.pages(),
+                            stable_fee_pages: h.measure.stable_fee_pages(),
                         });
                     }
                     r
@@ -897,6 +947,23 @@ impl Canister {
                 .expect("the execution thread panicked")
         });
         self.store.data_mut().executing = false;
+        // The fees of the pages the code touched since the last collection: a message they take
+        // past its limit traps, as the replica's would have in the middle of it.
+        let left = host::collect_pages(&mut self.store);
+        let r = match r {
+            Ok(()) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
+            r => r,
+        };
+        let pages = host::page_counts(&mut self.store);
+        let t = &mut self.touched.0;
+        (t.heap_accessed, t.heap_written) =
+            (t.heap_accessed + pages.heap_accessed, t.heap_written + pages.heap_written);
+        (t.stable_accessed, t.stable_written) =
+            (t.stable_accessed + pages.stable_accessed, t.stable_written + pages.stable_written);
+        let m = &self.store.data().measure;
+        if let Some(steps) = m.pages() {
+            self.touched.1 = Some((steps, m.stable_fee_pages()));
+        }
         let used = executed(limit, counter.get(&mut self.store).unwrap_i64());
         crate::profile::end_call(self.store.data_mut(), used);
         let out_of_instructions = flag.get(&mut self.store).unwrap_i32() == 1;
@@ -1110,6 +1177,7 @@ impl Canister {
             limits: self.opts.limits,
             wasm_memory_limit: h.wasm_memory_limit,
             env_vars: h.env_vars.clone(),
+            cost_model: self.opts.cost_model,
             globals: snap.globals.iter().map(|(g, v)| Ok((*g, GlobalValue::of(v)?))).collect::<Result<_>>()?,
         };
         std::fs::write(dir.join("state.yml"), serde_yaml::to_string(&state)?)?;
@@ -1138,6 +1206,7 @@ impl Canister {
             print_output,
             wasm_memory_limit: state.wasm_memory_limit,
             env_vars: state.env_vars,
+            cost_model: state.cost_model,
         };
         let mut host = opts.host();
         host.cycles = state.cycles;
@@ -1156,6 +1225,7 @@ impl Canister {
             raw_rand_calls: state.raw_rand_calls,
             committed: None,
             last: false,
+            touched: Default::default(),
         };
         let globals = state.globals.iter().map(|(g, v)| (*g, v.val())).collect();
         c.fill(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });
@@ -1182,6 +1252,9 @@ struct SavedState {
     limits: Limits,
     wasm_memory_limit: u64,
     env_vars: Vec<(String, String)>,
+    /// Saved before the cost models existed: canbench.
+    #[serde(default)]
+    cost_model: CostModel,
     globals: Vec<(u32, GlobalValue)>,
 }
 
@@ -1254,6 +1327,10 @@ fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), F
     };
     let memory = instance.get_memory(&mut store, instrument::MEMORY_EXPORT);
     let dirty = instance.get_memory(&mut store, instrument::DIRTY_EXPORT);
-    store.data_mut().bind(counter, memory, dirty);
+    let pages = instance.get_memory(&mut store, instrument::PAGES_READ_EXPORT).map(|read| host::PageMaps {
+        read,
+        written: instance.get_memory(&mut store, instrument::PAGES_WRITTEN_EXPORT).expect("the map of pages written"),
+    });
+    store.data_mut().bind(counter, memory, dirty, pages);
     Ok((store, instance))
 }

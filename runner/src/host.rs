@@ -20,7 +20,7 @@ use std::fmt;
 use candid::Principal;
 use wasmtime::{Caller, Global, Linker, Memory, Val};
 
-use crate::replica::{self, fee, log, page_budget, TRANSMISSION_FACTOR};
+use crate::replica::{self, fee, log, page_budget, CostModel, TRANSMISSION_FACTOR};
 pub use crate::replica::{DIRTY_PAGE_FEE, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES, OS_PAGE};
 
 /// 64 KiB: the wasm page, the unit of `stable64_size` and `stable64_grow`.
@@ -151,6 +151,9 @@ pub struct StableMemory {
     accessed_left: u64,
     /// Pages written for the first time in this execution.
     pub dirtied: u64,
+    /// Per 64 KiB Wasm page, since page tracking last started ([`StableMemory::restart_pages`]):
+    /// the memory tracker's view (see [`PageCounts`]).
+    wasm_pages: PageState,
 }
 
 impl StableMemory {
@@ -165,6 +168,23 @@ impl StableMemory {
     /// Size in wasm pages.
     pub fn pages(&self) -> u64 {
         self.bytes.len() as u64 / WASM_PAGE
+    }
+
+    /// Starts counting the Wasm pages touched afresh (each execution, and the measured step).
+    pub fn restart_pages(&mut self) {
+        self.wasm_pages.clear();
+    }
+
+    /// Marks the Wasm pages of `[off, off + len)` (`len` > 0) with `bits` (1 read, 3 write);
+    /// returns how many were accessed, and written, for the first time.
+    fn touch(&mut self, off: u64, len: u64, bits: u8) -> (u64, u64) {
+        let (mut accessed, mut written) = (0, 0);
+        for p in off / WASM_PAGE..=(off + len - 1) / WASM_PAGE {
+            let (a, w) = self.wasm_pages.mark(p, bits);
+            accessed += u64::from(a);
+            written += u64::from(w);
+        }
+        (accessed, written)
     }
 
     /// Starts an execution of `kind`: resets the bytemap and budgets, starts a new undo log.
@@ -381,6 +401,141 @@ pub struct Host {
     pub stage_hook: Option<Box<dyn StageHook>>,
     /// Set in a fork that goes on as another cell: what ends its execution.
     pub forked: Option<Box<dyn StageHook>>,
+    /// Which replica's charges apply.
+    pub model: CostModel,
+    /// The module's maps of heap pages read and written, if it tracks the Wasm pages it touches.
+    pages: Option<PageMaps>,
+    /// Which heap Wasm pages the current step has accessed (bit 0) and written (bit 1), with
+    /// its counts: the host's side of the page maps.
+    heap_pages: PageState,
+    /// The measured step's bookkeeping (see [`Measure`]).
+    pub measure: Measure,
+}
+
+/// The maps of a module that tracks the heap Wasm pages it touches (`instrument`, "Pages
+/// touched"): its code sets byte `p` of one to 1 when it reads page `p`, of the other when it
+/// writes it; the host collects the marks ([`collect_pages`]) and clears them.
+#[derive(Clone, Copy, Debug)]
+pub struct PageMaps {
+    /// Pages read.
+    pub read: Memory,
+    /// Pages written.
+    pub written: Memory,
+}
+
+/// Per Wasm page of one memory, what the current step did to it (bit 0 accessed, bit 1
+/// written), and how many pages it accessed and wrote.
+#[derive(Clone, Debug, Default)]
+struct PageState {
+    bits: Vec<u8>,
+    touched: Vec<u64>,
+    accessed: u64,
+    written: u64,
+}
+
+impl PageState {
+    /// Marks page `p` with `bits` (1 read, 3 write); returns whether it was accessed, and
+    /// written, for the first time.
+    fn mark(&mut self, p: u64, bits: u8) -> (bool, bool) {
+        if self.bits.len() <= p as usize {
+            self.bits.resize(p as usize + 1, 0);
+        }
+        let old = self.bits[p as usize];
+        if old & bits == bits {
+            return (false, false);
+        }
+        if old == 0 {
+            self.touched.push(p);
+        }
+        self.bits[p as usize] = old | bits;
+        let (a, w) = (old == 0, bits & 2 != 0 && old & 2 == 0);
+        self.accessed += u64::from(a);
+        self.written += u64::from(w);
+        (a, w)
+    }
+
+    fn clear(&mut self) {
+        for p in self.touched.drain(..) {
+            self.bits[p as usize] = 0;
+        }
+        (self.accessed, self.written) = (0, 0);
+    }
+}
+
+/// The 64 KiB Wasm pages of heap and of stable memory a stretch of execution accessed (read or
+/// wrote) and wrote: what the IC's memory tracker charges ([`replica::memory_tracker`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PageCounts {
+    /// Heap pages accessed.
+    pub heap_accessed: u64,
+    /// Heap pages written.
+    pub heap_written: u64,
+    /// Stable-memory pages accessed.
+    pub stable_accessed: u64,
+    /// Stable-memory pages written.
+    pub stable_written: u64,
+}
+
+impl PageCounts {
+    /// Pages accessed, heap and stable.
+    pub fn accessed(&self) -> u64 {
+        self.heap_accessed + self.stable_accessed
+    }
+
+    /// Pages written, heap and stable.
+    pub fn written(&self) -> u64 {
+        self.heap_written + self.stable_written
+    }
+
+    /// What the memory tracker charges for these pages in an update (every write charged), or
+    /// in a query (`update` false: accessed pages only).
+    pub fn fee(&self, update: bool) -> u64 {
+        use replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
+        self.accessed() * ACCESS_FEE + if update { self.written() * WRITE_FEE } else { 0 }
+    }
+
+    /// `self + other`, field by field.
+    pub fn plus(&self, other: &PageCounts) -> PageCounts {
+        PageCounts {
+            heap_accessed: self.heap_accessed + other.heap_accessed,
+            heap_written: self.heap_written + other.heap_written,
+            stable_accessed: self.stable_accessed + other.stable_accessed,
+            stable_written: self.stable_written + other.stable_written,
+        }
+    }
+}
+
+/// The measured steps of a benchmark canister. Where a message of its own would start, the
+/// canister prints `stablebench_grid::cells::MEASURE_LINE` (before canbench-rs's `bench_fn`,
+/// before each timed iteration of a workload that times several); the host starts a step at the
+/// next `performance_counter(0)` read (which is where the canister's timer starts): page
+/// tracking starts afresh there, as in a new message, and the pages touched up to the step's
+/// last counter read are the step's. The first step may fork a process that measures the rest
+/// of the query under the ic model ([`StageHook::measuring`]).
+#[derive(Clone, Debug, Default)]
+pub struct Measure {
+    /// The line was printed; a step starts at the next counter read.
+    armed: bool,
+    /// Pages per step, up to its last counter read so far.
+    pub steps: Vec<PageCounts>,
+    /// Per step, the 4 KiB stable pages the canbench model charged its write fee for: at its
+    /// start, and up to its last counter read (`StableMemory::dirtied`).
+    pub dirtied: Vec<(u64, u64)>,
+    /// In the process that measures the steps under the ic model: each is priced as an update
+    /// (every first write charged), whatever the benchmark's own message kind.
+    pub as_update: bool,
+}
+
+impl Measure {
+    /// The pages of all steps, summed; `None` if no step was marked.
+    pub fn pages(&self) -> Option<PageCounts> {
+        (!self.steps.is_empty()).then(|| self.steps.iter().fold(PageCounts::default(), |a, b| a.plus(b)))
+    }
+
+    /// The 4 KiB stable pages whose canbench write fee ([`DIRTY_PAGE_FEE`]) the steps paid.
+    pub fn stable_fee_pages(&self) -> u64 {
+        self.dirtied.iter().map(|(start, end)| end - start).sum()
+    }
 }
 
 /// What the shared setups of `stablebench-runner bench` (`crate::shared`) hook into: the lines
@@ -395,6 +550,13 @@ pub trait StageHook: Send + fmt::Debug {
 
     /// Ends a fork's process once its execution is over (never returns).
     fn finish(self: Box<Self>, end: ExecutionEnd) -> !;
+
+    /// The first measured step starts ([`Measure`]). `true`: this process is a fork that
+    /// measures the rest of the query under the ic model; its execution ends in
+    /// [`StageHook::finish`].
+    fn measuring(&mut self) -> bool {
+        false
+    }
 }
 
 /// How an execution ended, as a fork reports it (see [`StageHook::finish`]).
@@ -410,6 +572,10 @@ pub struct ExecutionEnd {
     pub rejected: Option<String>,
     /// Its `debug_print` lines.
     pub output: Vec<String>,
+    /// The pages of its measured steps ([`Measure::pages`]).
+    pub step_pages: Option<PageCounts>,
+    /// The 4 KiB stable pages whose canbench write fee its steps paid ([`Measure::stable_fee_pages`]).
+    pub stable_fee_pages: u64,
 }
 
 impl Host {
@@ -439,20 +605,43 @@ impl Host {
             dirty: None,
             stage_hook: None,
             forked: None,
+            model: CostModel::Canbench,
+            pages: None,
+            heap_pages: PageState::default(),
+            measure: Measure::default(),
         }
     }
 
     /// Binds the instance's counter global, heap and map of written heap pages (after each
     /// instantiation).
-    pub fn bind(&mut self, counter: Global, memory: Option<Memory>, dirty: Option<Memory>) {
+    pub fn bind(&mut self, counter: Global, memory: Option<Memory>, dirty: Option<Memory>, pages: Option<PageMaps>) {
         self.counter = Some(counter);
         self.memory = memory;
         self.dirty = dirty;
+        self.pages = pages;
+    }
+
+    /// Whether the module counts the heap pages it touches.
+    pub fn tracks_pages(&self) -> bool {
+        self.pages.is_some()
+    }
+
+    /// The fees for a Wasm page's first access and first write in the current execution: none
+    /// in the canbench model; in the ic model the tracker's, with no write fee in a plain query
+    /// (which tracks accessed pages only) unless the measured step is priced as an update.
+    pub fn page_fees(&self) -> (u64, u64) {
+        use replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
+        match self.model {
+            CostModel::Canbench => (0, 0),
+            CostModel::Ic if self.msg.kind == Kind::Query && !self.measure.as_update => (ACCESS_FEE, 0),
+            CostModel::Ic => (ACCESS_FEE, WRITE_FEE),
+        }
     }
 
     /// Starts an execution: its context, stable-memory budgets, a new log, no calls.
     pub fn begin(&mut self, msg: Message) {
         self.stable.begin(msg.kind);
+        self.measure = Measure::default();
         self.msg = msg;
         self.output.clear();
         self.log = ExecutionLog::default();
@@ -480,6 +669,7 @@ impl Host {
         h.wasm_memory_limit = self.wasm_memory_limit;
         h.print_output = self.print_output;
         h.stable = StableMemory::from_bytes(self.stable.bytes.clone());
+        h.model = self.model;
         h
     }
 }
@@ -512,6 +702,10 @@ impl wasmtime::ResourceLimiter for Host {
 
 /// Charges `fee` instructions; traps with [`Trap::OutOfInstructions`] below zero (DTS off).
 fn charge(caller: &mut Caller<'_, Host>, fee: u64) -> HostResult<()> {
+    if fee == 0 {
+        // Nothing to take: the counter is as it was (and reading it is not free).
+        return Ok(());
+    }
     let g = caller.data().counter.expect("counter bound");
     let v = g.get(&mut *caller).unwrap_i64();
     let left = v.saturating_sub(fee.min(i64::MAX as u64) as i64);
@@ -556,6 +750,130 @@ fn mark_written(caller: &mut Caller<'_, Host>, dst: u64, len: u64) {
     }
 }
 
+/// Collects the marks the code left in the page maps since the last collection into the host's
+/// page state, clears them, and charges the fees of the pages accessed and written for the first
+/// time (none in the canbench model). The replica charges at the fault itself; here the charge
+/// lands at the next collection: every `performance_counter` read and the end of each execution
+/// (so every value the canister reads, and every count, is the same; only an instruction-limit
+/// trap from page charges alone comes at the next system call or the end instead of in
+/// the middle of wasm code). Returns the counter after the charge.
+pub fn collect_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> i64 {
+    let mut store = store.as_context_mut();
+    let counter = store.data().counter.expect("counter bound");
+    let Some(maps) = store.data().pages else { return counter.get(&mut store).unwrap_i64() };
+    let (access_fee, write_fee) = store.data().page_fees();
+    let (mut accessed, mut written) = (0u64, 0u64);
+    // The marks can only be where the heap is (and one page past it, for an access at its end).
+    let heap_pages = store.data().memory.map_or(0, |m| m.data_size(&store) as u64 / WASM_PAGE) as usize + 1;
+    for (map, bits) in [(maps.read, 1u8), (maps.written, 3u8)] {
+        let (data, host) = map.data_and_store_mut(&mut store);
+        let end = heap_pages.min(data.len());
+        let mut at = 0;
+        while at < end {
+            // Eight entries at a time: most are zero.
+            if at + 8 <= end && u64::from_ne_bytes(data[at..at + 8].try_into().expect("eight bytes")) == 0 {
+                at += 8;
+                continue;
+            }
+            if data[at] != 0 {
+                data[at] = 0;
+                let (a, w) = host.heap_pages.mark(at as u64, bits);
+                accessed += u64::from(a);
+                written += u64::from(w);
+            }
+            at += 1;
+        }
+    }
+    let fee = accessed * access_fee + written * write_fee;
+    let left = counter.get(&mut store).unwrap_i64().saturating_sub(fee.min(i64::MAX as u64) as i64);
+    if fee > 0 {
+        counter.set(&mut store, Val::I64(left)).expect("the counter is mutable");
+    }
+    left
+}
+
+/// Starts counting the Wasm pages touched afresh, heap and stable: at the start of each
+/// execution (and of each step of an install or upgrade, each a tracker of its own in the
+/// replica), and where a measured step starts (after collecting, and charging, what came before).
+pub fn restart_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) {
+    let mut store = store.as_context_mut();
+    collect_pages(&mut store);
+    store.data_mut().heap_pages.clear();
+    store.data_mut().stable.restart_pages();
+}
+
+/// The Wasm pages touched since page tracking last started (collecting the code's marks first).
+pub fn page_counts(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> PageCounts {
+    let mut store = store.as_context_mut();
+    collect_pages(&mut store);
+    let h = store.data();
+    PageCounts {
+        heap_accessed: h.heap_pages.accessed,
+        heap_written: h.heap_pages.written,
+        stable_accessed: h.stable.wasm_pages.accessed,
+        stable_written: h.stable.wasm_pages.written,
+    }
+}
+
+/// The host's own access to the heap range `[at, at + len)` (`bits` 1 a read, 3 a write), which
+/// the replica's tracker sees as the wasm code's: marks its Wasm pages and charges the first
+/// access and first write of each.
+fn touch_heap(caller: &mut Caller<'_, Host>, at: u64, len: u64, bits: u8) -> HostResult<()> {
+    if caller.data().pages.is_none() || len == 0 {
+        return Ok(());
+    }
+    let (access_fee, write_fee) = caller.data().page_fees();
+    let (mut accessed, mut written) = (0u64, 0u64);
+    let shift = crate::instrument::PAGE_SHIFT;
+    for p in (at >> shift)..=((at + len - 1) >> shift) {
+        let (a, w) = caller.data_mut().heap_pages.mark(p, bits);
+        accessed += u64::from(a);
+        written += u64::from(w);
+    }
+    charge(caller, accessed * access_fee + written * write_fee)
+}
+
+/// The canister printed `MEASURE_LINE`: its measured step starts at the next counter read.
+fn arm_measure(c: &mut Caller<'_, Host>) {
+    c.data_mut().measure.armed = true;
+}
+
+/// At a `performance_counter(0)` read: starts a measured step if one is armed (page tracking
+/// afresh; at the first, the hook may fork a process that measures the rest under the ic model).
+fn measure_read(c: &mut Caller<'_, Host>) -> HostResult<()> {
+    if c.data().measure.armed {
+        c.data_mut().measure.armed = false;
+        let first = c.data().measure.steps.is_empty();
+        let ic = first && {
+            if let Some(hook) = c.data_mut().forked.as_mut() {
+                hook.measuring()
+            } else if let Some(mut hook) = c.data_mut().stage_hook.take() {
+                let ic = hook.measuring();
+                if ic {
+                    c.data_mut().forked = Some(hook);
+                } else {
+                    c.data_mut().stage_hook = Some(hook);
+                }
+                ic
+            } else {
+                false
+            }
+        };
+        // What came before the step is collected under the fees it ran under.
+        collect_pages(c);
+        if ic {
+            c.data_mut().model = CostModel::Ic;
+        }
+        // Each step is priced as an update, whatever the benchmark's own message kind.
+        c.data_mut().measure.as_update = true;
+        restart_pages(c);
+        c.data_mut().measure.steps.push(PageCounts::default());
+        let dirtied = c.data().stable.dirtied;
+        c.data_mut().measure.dirtied.push((dirtied, dirtied));
+    }
+    Ok(())
+}
+
 /// Copies `src[offset..offset + size]` to the heap at `dst` (the `*_copy` idiom).
 fn copy_out(caller: &mut Caller<'_, Host>, src: &[u8], dst: u64, offset: u64, size: u64, what: &str) -> HostResult<()> {
     let end = offset.checked_add(size);
@@ -563,8 +881,10 @@ fn copy_out(caller: &mut Caller<'_, Host>, src: &[u8], dst: u64, offset: u64, si
         return violation(format!("{what}: offset + size exceeds the length {}", src.len()));
     }
     let (mem, _) = heap(caller)?;
-    let r = heap_range(mem.len(), dst, size)?;
-    mem[r].copy_from_slice(&src[offset as usize..(offset + size) as usize]);
+    heap_range(mem.len(), dst, size)?;
+    touch_heap(caller, dst, size, 3)?;
+    let (mem, _) = heap(caller)?;
+    mem[dst as usize..(dst + size) as usize].copy_from_slice(&src[offset as usize..(offset + size) as usize]);
     mark_written(caller, dst, size);
     Ok(())
 }
@@ -601,8 +921,10 @@ fn setup_stage(c: &mut Caller<'_, Host>, line: &str) -> HostResult<()> {
 
 fn read_heap(caller: &mut Caller<'_, Host>, src: u64, size: u64) -> HostResult<Vec<u8>> {
     let (mem, _) = heap(caller)?;
-    let r = heap_range(mem.len(), src, size)?;
-    Ok(mem[r].to_vec())
+    heap_range(mem.len(), src, size)?;
+    touch_heap(caller, src, size, 1)?;
+    let (mem, _) = heap(caller)?;
+    Ok(mem[src as usize..(src + size) as usize].to_vec())
 }
 
 fn read_text(caller: &mut Caller<'_, Host>, src: u64, size: u64, what: &str) -> HostResult<String> {
@@ -612,8 +934,10 @@ fn read_text(caller: &mut Caller<'_, Host>, src: u64, size: u64, what: &str) -> 
 
 fn write_u128(caller: &mut Caller<'_, Host>, dst: u64, v: u128) -> HostResult<()> {
     let (mem, _) = heap(caller)?;
-    let r = heap_range(mem.len(), dst, 16)?;
-    mem[r].copy_from_slice(&v.to_le_bytes());
+    heap_range(mem.len(), dst, 16)?;
+    touch_heap(caller, dst, 16, 3)?;
+    let (mem, _) = heap(caller)?;
+    mem[dst as usize..dst as usize + 16].copy_from_slice(&v.to_le_bytes());
     mark_written(caller, dst, 16);
     Ok(())
 }
@@ -880,10 +1204,33 @@ fn add_status(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         if kind != 0 && kind != 1 {
             return violation(format!("performance_counter: unknown counter type {kind}"));
         }
-        let g = c.data().counter.expect("counter bound");
-        let counter = g.get(&mut c).unwrap_i64();
+        if kind == 0 {
+            measure_read(&mut c)?;
+        }
+        // The pages' fees so far are part of what the counter reads. Under canbench's model
+        // there are none, and outside the measured steps nothing asks for the pages yet: the
+        // marks wait for the next collection.
+        let counter = if c.data().model == CostModel::Ic || !c.data().measure.steps.is_empty() {
+            collect_pages(&mut c)
+        } else {
+            c.data().counter.expect("counter bound").get(&mut c).unwrap_i64()
+        };
+        if counter < 0 {
+            return trap(Trap::OutOfInstructions);
+        }
         crate::profile::mark(c.data_mut(), counter);
-        Ok(executed(c.data().limit, counter) as i64)
+        let value = executed(c.data().limit, counter);
+        if kind == 0 && !c.data().measure.steps.is_empty() {
+            let pages = page_counts(&mut c);
+            if let Some(step) = c.data_mut().measure.steps.last_mut() {
+                *step = pages;
+            }
+            let dirtied = c.data().stable.dirtied;
+            if let Some((_, end)) = c.data_mut().measure.dirtied.last_mut() {
+                *end = dirtied;
+            }
+        }
+        Ok(value as i64)
     })?;
     linker.func_wrap(
         "ic0",
@@ -932,6 +1279,8 @@ fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         }
         if let Some(stage) = line.strip_prefix(stablebench_grid::cells::SETUP_STAGE_PREFIX) {
             setup_stage(&mut c, stage)?;
+        } else if line == stablebench_grid::cells::MEASURE_LINE {
+            arm_measure(&mut c);
         }
         c.data_mut().output.push(line);
         Ok(())
@@ -1020,7 +1369,13 @@ fn stable_read(c: &mut Caller<'_, Host>, dst: u64, off: u64, len: u64) -> HostRe
     }
     s.mark(off, len, 2, false);
     s.accessed_left -= new;
-    mem[r].copy_from_slice(&s.bytes[off as usize..(off + len) as usize]);
+    // The memory tracker: the stable pages read, then the heap pages written.
+    let (accessed, _) = s.touch(off, len, 1);
+    let (access_fee, _) = host.page_fees();
+    charge(c, accessed * access_fee)?;
+    touch_heap(c, dst, len, 3)?;
+    let (mem, host) = heap(c)?;
+    mem[r].copy_from_slice(&host.stable.bytes[off as usize..(off + len) as usize]);
     mark_written(c, dst, len);
     Ok(())
 }
@@ -1044,7 +1399,16 @@ fn stable_write(c: &mut Caller<'_, Host>, off: u64, src: u64, len: u64) -> HostR
         }
         dirty
     };
-    charge(c, DIRTY_PAGE_FEE * dirty)?;
+    match c.data().model {
+        CostModel::Canbench => charge(c, DIRTY_PAGE_FEE * dirty)?,
+        // The tracker's fees replace the stable write fee (#10789).
+        CostModel::Ic => {}
+    }
+    // The memory tracker: the heap pages read, then the stable pages written.
+    touch_heap(c, src, len, 1)?;
+    let (access_fee, write_fee) = c.data().page_fees();
+    let (accessed, written) = c.data_mut().stable.touch(off, len, 3);
+    charge(c, accessed * access_fee + written * write_fee)?;
     let (mem, host) = heap(c)?;
     let s = &mut host.stable;
     let accessed = s.count_without(off, len, 2);

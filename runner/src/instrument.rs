@@ -42,6 +42,24 @@
 //! never metered. A module that can change memory or tables in ways the map does not follow
 //! (`memory.init`, `data.drop`, table writes, element drops) is not tracked
 //! ([`Instrumented::tracks_heap`] is false) and the host copies the whole heap instead.
+//!
+//! **Pages touched** (what the IC's deterministic memory tracker charges since August 2026; see
+//! `crate::replica::memory_tracker`): the replica maps a 64 KiB Wasm page on the first fault in
+//! it and charges the page's first access and its first write. The rewritten module marks instead
+//! ([`Tracking::pages`]): two more memories, exported as [`PAGES_READ_EXPORT`] and
+//! [`PAGES_WRITTEN_EXPORT`], hold a byte per Wasm page of memory 0, and before every load the
+//! code sets the byte of the page the load reads in the first map, before every store the byte of
+//! the page it writes in the second (one `i32.store8` of 1, no branch: the page is
+//! `(address + offset) >> 16`). An access whose alignment hint is at least its size, at an offset
+//! that keeps it aligned, marks the page of its first byte only: aligned, it cannot cross a page
+//! (compilers give that hint only where the type's alignment holds; breaking it is undefined
+//! behaviour in Rust and C). Any other access marks the pages of its first and last byte.
+//! `memory.fill`, `memory.copy` and `memory.init` mark their ranges through an appended helper
+//! (the copy's source read, then its destination written). The host collects the marks into its
+//! own per-page state and clears them at every `performance_counter` read and at the end of
+//! every execution, and charges the new pages' fees there (`crate::host::collect_pages`); it
+//! marks its own copies itself. The marking code is never metered; the scratch locals it uses
+//! are appended to each function's own.
 
 use anyhow::{bail, Context, Result};
 use wasm_encoder::reencode::{self, Reencode};
@@ -94,6 +112,31 @@ fn dirty_max_page(mem: MemType) -> u64 {
     }
 }
 
+/// Export name of the byte map of heap Wasm pages read (see the module docs, "Pages touched"):
+/// the code sets byte `p` to 1 when it reads page `p`; the host collects and clears the marks.
+pub const PAGES_READ_EXPORT: &str = "stablebench pages read";
+/// The same for pages written.
+pub const PAGES_WRITTEN_EXPORT: &str = "stablebench pages written";
+/// log2 of the page size the page map tracks: the 64 KiB Wasm page, the unit the replica's
+/// deterministic memory tracker maps and charges (see `crate::replica::memory_tracker`).
+pub const PAGE_SHIFT: u32 = 16;
+/// Entries of the page map of a 64-bit heap: 16 GiB, as the map of written pages.
+const PAGE_MAP_64: u64 = 1 << (34 - PAGE_SHIFT);
+/// The page-map bits of an access: read, and write (a write accesses too).
+pub const TOUCH_READ: i32 = 1;
+/// See [`TOUCH_READ`].
+pub const TOUCH_WRITE: i32 = 3;
+
+/// What the rewritten module tracks besides the metering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tracking {
+    /// The 4 KiB heap pages written ([`DIRTY_EXPORT`]), so the host can undo an execution by
+    /// copying only those.
+    pub heap: bool,
+    /// The 64 KiB heap pages touched ([`PAGES_EXPORT`]): what the IC's memory tracker charges.
+    pub pages: bool,
+}
+
 /// Whether to inject the metering code. `Off` keeps everything else (counter global, exports)
 /// so the same host runs it: host fees are still charged, wasm code is free. Only for measuring
 /// the cost of metering itself.
@@ -133,6 +176,9 @@ pub struct Instrumented {
     /// Whether the module marks the heap pages it writes in [`DIRTY_EXPORT`] (see the module
     /// docs): it has a memory and no operation the map does not follow.
     pub tracks_heap: bool,
+    /// Whether the module marks the 64 KiB heap pages it touches in [`PAGES_EXPORT`] (see the
+    /// module docs): asked for, and it defines its memory.
+    pub tracks_pages: bool,
 }
 
 /// The replica's cost of one operator (`instruction_to_cost`).
@@ -326,6 +372,47 @@ struct Injected {
     bulk_func: u32,
     /// Heap tracking, if on: the byte map's memory, the range-marking helper, the temporaries.
     dirty: Option<Dirty>,
+    /// Page tracking, if on.
+    pages: Option<Paged>,
+}
+
+/// What the page-tracking code uses (see the module docs, "Pages touched").
+#[derive(Clone, Copy)]
+struct Paged {
+    /// The map of pages read; the map of pages written is the next memory.
+    map: u32,
+    touch_func: u32,
+}
+
+/// The value types of a function's scratch locals for page tracking, after its three of the
+/// address type.
+const SCRATCH_VALUES: [ValType; 5] = [ValType::I32, ValType::I64, ValType::F32, ValType::F64, ValType::V128];
+
+/// A function's scratch locals for the page-tracking code: three of the address type (an
+/// access's address; a bulk operation's operands), then one of each [`SCRATCH_VALUES`] type.
+#[derive(Clone, Copy)]
+struct Scratch {
+    base: u32,
+}
+
+impl Scratch {
+    /// The `nth` (0..3) address local.
+    fn addr(self, nth: u32) -> u32 {
+        self.base + nth
+    }
+    /// The value local of type `ty`.
+    fn value(self, ty: ValType) -> u32 {
+        let i = SCRATCH_VALUES.iter().position(|t| *t == ty).expect("a scratch local of every value type");
+        self.base + 3 + i as u32
+    }
+}
+
+/// Entries of the page map of `mem`: one per Wasm page it can have.
+fn page_map_entries(mem: MemType) -> u64 {
+    match mem {
+        MemType::Wasm32 => 1 << (32 - PAGE_SHIFT),
+        MemType::Wasm64 => PAGE_MAP_64,
+    }
 }
 
 /// What the heap-tracking code uses (see the module docs).
@@ -565,6 +652,13 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
 /// process of its own, see `crate::shared`) does not need it, and runs faster without; the counts
 /// are the same either way.
 pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Result<Instrumented> {
+    instrument_tracked(wasm, metering, Tracking { heap: track_heap, pages: false })
+}
+
+/// [`instrument`], with what `tracking` asks for: the written 4 KiB heap pages if the module can
+/// be tracked (see [`instrument_with`]), the touched 64 KiB heap pages if it defines its memory.
+pub fn instrument_tracked(wasm: &[u8], metering: Metering, tracking: Tracking) -> Result<Instrumented> {
+    let track_heap = tracking.heap;
     let profiled = metering == Metering::Profiled;
     let mut re = Reencoder { imported_funcs: 0, shift: if profiled { PROFILE_HOOKS } else { 0 } };
     let mut module = Module::new();
@@ -578,6 +672,8 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
     // Profiling: the block type of each type's results, and each defined function's type.
     let mut result_blocks: Vec<BlockType> = Vec::new();
     let mut func_types: Vec<u32> = Vec::new();
+    // Each type's number of parameters (where a function's own locals start).
+    let mut type_params: Vec<u32> = Vec::new();
     // The start section comes after the export section, which must already name it.
     let mut start: Option<u32> = None;
     // Heap tracking needs memory 0 defined here (not imported) and no operation the byte map does
@@ -619,7 +715,17 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
         _ => None,
     };
     let dirty_map = tracked_mem.map(|_| imported_mems + defined_mems);
+    let paged_mem = match first_mem {
+        Some(m64) if tracking.pages && imported_mems == 0 && defined_mems > 0 => {
+            Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
+        }
+        _ => None,
+    };
+    // The map of pages read, then the map of pages written.
+    let pages_map = paged_mem.map(|_| imported_mems + defined_mems + u32::from(dirty_map.is_some()));
+    let temps = tracked_mem.is_some() || paged_mem.is_some();
     let mut mark_type = 0u32;
+    let mut touch_type = 0u32;
     let mut persistent_globals = Vec::new();
     let mut custom_sections = Vec::new();
     let mut import_done = !profiled;
@@ -646,7 +752,7 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
             }
             if r > GLOBAL_RANK && !global_done {
                 let mut g = GlobalSection::new();
-                push_counter_globals(&mut g, tracked_mem.is_some());
+                push_counter_globals(&mut g, temps);
                 module.section(&g);
                 global_done = true;
             }
@@ -660,7 +766,7 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                     &persistent_globals,
                     mem_type.is_some(),
                     has_table,
-                    dirty_map,
+                    Maps { dirty: dirty_map, pages: pages_map },
                 );
                 module.section(&e);
                 export_done = true;
@@ -678,6 +784,10 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                             wasmparser::CompositeInnerType::Func(f) => f.results(),
                             _ => &[],
                         };
+                        type_params.push(match &sub.composite_type.inner {
+                            wasmparser::CompositeInnerType::Func(f) => f.params().len() as u32,
+                            _ => 0,
+                        });
                         result_blocks.push(match results {
                             [] => BlockType::Empty,
                             [one] => BlockType::Result(re.val_type(*one)?),
@@ -709,6 +819,11 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                     // The range-marking helper, [dst, n] -> [], last of all types.
                     mark_type = types.len();
                     types.ty().function([addr_type(mem), addr_type(mem)], []);
+                }
+                if let Some(mem) = paged_mem {
+                    // The touch helper, [start, n, bits] -> [].
+                    touch_type = types.len();
+                    types.ty().function([addr_type(mem), addr_type(mem), ValType::I32], []);
                 }
                 module.section(&types);
             }
@@ -754,6 +869,9 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                 if tracked_mem.is_some() {
                     funcs.function(mark_type);
                 }
+                if paged_mem.is_some() {
+                    funcs.function(touch_type);
+                }
                 module.section(&funcs);
             }
             Payload::MemorySection(reader) => {
@@ -763,15 +881,24 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                     mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
                     mems.memory(re.memory_type(m)?);
                 }
-                if let Some(mem) = tracked_mem {
-                    let pages = (dirty_max_page(mem) + 2).div_ceil(1 << 16);
-                    mems.memory(wasm_encoder::MemoryType {
+                // The maps: fixed-size 32-bit memories of their own.
+                let map = |entries: u64| {
+                    let pages = entries.div_ceil(1 << 16);
+                    wasm_encoder::MemoryType {
                         minimum: pages,
                         maximum: Some(pages),
                         memory64: false,
                         shared: false,
                         page_size_log2: None,
-                    });
+                    }
+                };
+                if let Some(mem) = tracked_mem {
+                    mems.memory(map(dirty_max_page(mem) + 2));
+                }
+                if let Some(mem) = paged_mem {
+                    // Pages read, pages written.
+                    mems.memory(map(page_map_entries(mem)));
+                    mems.memory(map(page_map_entries(mem)));
                 }
                 module.section(&mems);
             }
@@ -785,7 +912,7 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                     defined_globals += 1;
                     re.parse_global(&mut globals, g)?;
                 }
-                push_counter_globals(&mut globals, tracked_mem.is_some());
+                push_counter_globals(&mut globals, temps);
                 module.section(&globals);
                 global_done = true;
             }
@@ -811,7 +938,7 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                     &persistent_globals,
                     mem_type.is_some(),
                     has_table,
-                    dirty_map,
+                    Maps { dirty: dirty_map, pages: pages_map },
                 );
                 module.section(&exports);
                 export_done = true;
@@ -831,8 +958,9 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                     mark_func: ooi_func + 2,
                     temps: imported_globals + defined_globals + 2,
                 });
-                let ix =
-                    Injected { counter: imported_globals + defined_globals, ooi_func, bulk_func: ooi_func + 1, dirty };
+                let globals = imported_globals + defined_globals;
+                let pages = pages_map.map(|map| Paged { map, touch_func: ooi_func + 2 + u32::from(dirty.is_some()) });
+                let ix = Injected { counter: globals, ooi_func, bulk_func: ooi_func + 1, dirty, pages };
                 let hooks = if profiled {
                     let ty = *func_types.get(code_entry as usize).context("more bodies than functions")?;
                     Some(Hooks {
@@ -846,7 +974,12 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                 };
                 let section = code.as_mut().expect("code section started");
                 let mem = mem_type.unwrap_or(MemType::Wasm32);
-                instrument_body(section, body, ix, mem, metering, hooks, &mut re)?;
+                let params = func_types
+                    .get(code_entry as usize)
+                    .and_then(|t| type_params.get(*t as usize))
+                    .copied()
+                    .context("a function body without a type")?;
+                instrument_body(section, body, ix, mem, metering, hooks, params, &mut re)?;
                 code_entry += 1;
                 code_entries_left -= 1;
                 if code_entries_left == 0 {
@@ -856,7 +989,7 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
                         func: BULK_FRAME,
                         block: BlockType::Empty,
                     });
-                    push_helper_bodies(section, ix, bulk_hooks, tracked_mem);
+                    push_helper_bodies(section, ix, bulk_hooks, tracked_mem, paged_mem);
                     module.section(&*section);
                 }
             }
@@ -901,6 +1034,7 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
         persistent_globals,
         custom_sections,
         tracks_heap: tracked_mem.is_some(),
+        tracks_pages: paged_mem.is_some(),
     })
 }
 
@@ -929,6 +1063,14 @@ fn push_counter_globals(g: &mut GlobalSection, temps: bool) {
     }
 }
 
+/// The tracking maps a module gets: the written 4 KiB pages' and the first of the two Wasm-page
+/// maps (each the index of its memory).
+#[derive(Clone, Copy)]
+struct Maps {
+    dirty: Option<u32>,
+    pages: Option<u32>,
+}
+
 fn push_exports(
     e: &mut ExportSection,
     counter: u32,
@@ -936,10 +1078,14 @@ fn push_exports(
     persistent: &[u32],
     memory: bool,
     table: bool,
-    dirty_map: Option<u32>,
+    maps: Maps,
 ) {
-    if let Some(m) = dirty_map {
+    if let Some(m) = maps.dirty {
         e.export(DIRTY_EXPORT, ExportKind::Memory, m);
+    }
+    if let Some(map) = maps.pages {
+        e.export(PAGES_READ_EXPORT, ExportKind::Memory, map);
+        e.export(PAGES_WRITTEN_EXPORT, ExportKind::Memory, map + 1);
     }
     if table {
         e.export(TABLE_EXPORT, ExportKind::Table, 0);
@@ -957,6 +1103,7 @@ fn push_exports(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn instrument_body(
     code: &mut CodeSection,
     body: wasmparser::FunctionBody<'_>,
@@ -964,9 +1111,24 @@ fn instrument_body(
     mem: MemType,
     metering: Metering,
     hooks: Option<Hooks>,
+    params: u32,
     re: &mut Reencoder,
 ) -> Result<()> {
-    let mut f = re.new_function_with_parsed_locals(&body)?;
+    // The function's own locals, then (page tracking) its scratch locals: fast, unlike globals.
+    let mut locals = Vec::new();
+    let mut declared = 0u32;
+    for pair in body.get_locals_reader()? {
+        let (count, ty) = pair?;
+        declared += count;
+        locals.push((count, re.val_type(ty)?));
+    }
+    let scratch = ix.pages.map(|_| {
+        let addr = addr_type(mem);
+        locals.extend([addr, addr, addr].map(|t| (1, t)));
+        locals.extend(SCRATCH_VALUES.map(|t| (1, t)));
+        Scratch { base: params + declared }
+    });
+    let mut f = Function::new(locals);
     let mut reader = body.get_operators_reader()?;
     let mut ops = Vec::new();
     while !reader.eof() {
@@ -1008,6 +1170,9 @@ fn instrument_body(
                 emit_hook(&mut f, ix, h, h.exit);
             }
         }
+        if let (Some(pg), Some(sc)) = (ix.pages, scratch) {
+            emit_touch(&mut f, pg, sc, &op, mem);
+        }
         if let Some(d) = ix.dirty {
             if let Some((value, offset)) = store_to_heap(&op) {
                 emit_store_mark(&mut f, d, value, offset, mem);
@@ -1031,7 +1196,13 @@ fn emit_hook(f: &mut Function, ix: Injected, h: Hooks, hook: u32) {
 }
 
 /// The out-of-instructions handler (sets the flag, traps) and the bulk-charge helper.
-fn push_helper_bodies(code: &mut CodeSection, ix: Injected, hooks: Option<Hooks>, tracked: Option<MemType>) {
+fn push_helper_bodies(
+    code: &mut CodeSection,
+    ix: Injected,
+    hooks: Option<Hooks>,
+    tracked: Option<MemType>,
+    paged: Option<MemType>,
+) {
     let flag = ix.counter + 1;
     let mut ooi = Function::new([]);
     ooi.instruction(&Instruction::I32Const(1));
@@ -1066,6 +1237,201 @@ fn push_helper_bodies(code: &mut CodeSection, ix: Injected, hooks: Option<Hooks>
     if let (Some(mem), Some(d)) = (tracked, ix.dirty) {
         code.function(&mark_range_body(mem, d));
     }
+    if let (Some(mem), Some(pg)) = (paged, ix.pages) {
+        code.function(&touch_body(mem, pg));
+    }
+}
+
+/// What an operation does to memory 0, for page tracking: `(bits, memarg, size, value)` of an
+/// access of `size` bytes at `address + offset`, where `value` is the type of the operand above
+/// the address (stores and lane loads), or `None` for a bulk operation, which the caller handles.
+fn access_of<'a>(op: &'a Operator<'_>) -> Option<(i32, &'a wasmparser::MemArg, u64, Option<ValType>)> {
+    use Operator::*;
+    let (bits, memarg, size, value) = match op {
+        I32Load { memarg } | F32Load { memarg } | I64Load32S { memarg } | I64Load32U { memarg } => {
+            (TOUCH_READ, memarg, 4, None)
+        }
+        I64Load { memarg } | F64Load { memarg } => (TOUCH_READ, memarg, 8, None),
+        I32Load8S { memarg } | I32Load8U { memarg } | I64Load8S { memarg } | I64Load8U { memarg } => {
+            (TOUCH_READ, memarg, 1, None)
+        }
+        I32Load16S { memarg } | I32Load16U { memarg } | I64Load16S { memarg } | I64Load16U { memarg } => {
+            (TOUCH_READ, memarg, 2, None)
+        }
+        V128Load { memarg } => (TOUCH_READ, memarg, 16, None),
+        V128Load8x8S { memarg }
+        | V128Load8x8U { memarg }
+        | V128Load16x4S { memarg }
+        | V128Load16x4U { memarg }
+        | V128Load32x2S { memarg }
+        | V128Load32x2U { memarg }
+        | V128Load64Splat { memarg }
+        | V128Load64Zero { memarg } => (TOUCH_READ, memarg, 8, None),
+        V128Load8Splat { memarg } => (TOUCH_READ, memarg, 1, None),
+        V128Load16Splat { memarg } => (TOUCH_READ, memarg, 2, None),
+        V128Load32Splat { memarg } | V128Load32Zero { memarg } => (TOUCH_READ, memarg, 4, None),
+        V128Load8Lane { memarg, .. } => (TOUCH_READ, memarg, 1, Some(ValType::V128)),
+        V128Load16Lane { memarg, .. } => (TOUCH_READ, memarg, 2, Some(ValType::V128)),
+        V128Load32Lane { memarg, .. } => (TOUCH_READ, memarg, 4, Some(ValType::V128)),
+        V128Load64Lane { memarg, .. } => (TOUCH_READ, memarg, 8, Some(ValType::V128)),
+        I32Store { memarg } => (TOUCH_WRITE, memarg, 4, Some(ValType::I32)),
+        I32Store8 { memarg } => (TOUCH_WRITE, memarg, 1, Some(ValType::I32)),
+        I32Store16 { memarg } => (TOUCH_WRITE, memarg, 2, Some(ValType::I32)),
+        I64Store { memarg } => (TOUCH_WRITE, memarg, 8, Some(ValType::I64)),
+        I64Store8 { memarg } => (TOUCH_WRITE, memarg, 1, Some(ValType::I64)),
+        I64Store16 { memarg } => (TOUCH_WRITE, memarg, 2, Some(ValType::I64)),
+        I64Store32 { memarg } => (TOUCH_WRITE, memarg, 4, Some(ValType::I64)),
+        F32Store { memarg } => (TOUCH_WRITE, memarg, 4, Some(ValType::F32)),
+        F64Store { memarg } => (TOUCH_WRITE, memarg, 8, Some(ValType::F64)),
+        V128Store { memarg } => (TOUCH_WRITE, memarg, 16, Some(ValType::V128)),
+        V128Store8Lane { memarg, .. } => (TOUCH_WRITE, memarg, 1, Some(ValType::V128)),
+        V128Store16Lane { memarg, .. } => (TOUCH_WRITE, memarg, 2, Some(ValType::V128)),
+        V128Store32Lane { memarg, .. } => (TOUCH_WRITE, memarg, 4, Some(ValType::V128)),
+        V128Store64Lane { memarg, .. } => (TOUCH_WRITE, memarg, 8, Some(ValType::V128)),
+        _ => return None,
+    };
+    (memarg.memory == 0).then_some((bits, memarg, size, value))
+}
+
+/// Before an operation on memory 0: marks the Wasm pages it touches in the page map (see the
+/// module docs, "Pages touched"), leaving its operands as they were. A load or store checks the
+/// map entries of its first and last byte inline and calls the touch helper only when one of
+/// them lacks its bits; `memory.fill`, `memory.copy` and `memory.init` call it for their ranges
+/// (the source first, then the destination).
+fn emit_touch(f: &mut Function, pg: Paged, sc: Scratch, op: &Operator<'_>, mem: MemType) {
+    use Instruction as I;
+    let wide = mem == MemType::Wasm64;
+    let c = |v: u64| if wide { I::I64Const(v as i64) } else { I::I32Const(v as u32 as i32) };
+    let add = if wide { I::I64Add } else { I::I32Add };
+    let emit = |f: &mut Function, is: &[I]| {
+        for i in is {
+            f.instruction(i);
+        }
+    };
+    let (a, b, n) = (sc.addr(0), sc.addr(1), sc.addr(2));
+    match op {
+        Operator::MemoryFill { mem: 0 } => {
+            // [dst, value, n]
+            let v = sc.value(ValType::I32);
+            emit(f, &[I::LocalSet(n), I::LocalSet(v), I::LocalSet(a)]);
+            emit(f, &[I::LocalGet(a), I::LocalGet(n), I::I32Const(TOUCH_WRITE), I::Call(pg.touch_func)]);
+            emit(f, &[I::LocalGet(a), I::LocalGet(v), I::LocalGet(n)]);
+        }
+        Operator::MemoryCopy { dst_mem: 0, src_mem: 0 } => {
+            // [dst, src, n]: the source read, then the destination written.
+            emit(f, &[I::LocalSet(n), I::LocalSet(b), I::LocalSet(a)]);
+            emit(f, &[I::LocalGet(b), I::LocalGet(n), I::I32Const(TOUCH_READ), I::Call(pg.touch_func)]);
+            emit(f, &[I::LocalGet(a), I::LocalGet(n), I::I32Const(TOUCH_WRITE), I::Call(pg.touch_func)]);
+            emit(f, &[I::LocalGet(a), I::LocalGet(b), I::LocalGet(n)]);
+        }
+        Operator::MemoryInit { mem: 0, .. } => {
+            // [dst (address), offset (i32), n (i32)]
+            let (o, k) = (sc.value(ValType::I32), sc.value(ValType::I64));
+            // n is an i32: kept in the i64 local, widened (the helper takes an address-typed n).
+            emit(
+                f,
+                &[I::I64ExtendI32U, I::LocalSet(k), I::LocalSet(o), I::LocalSet(a), I::LocalGet(a), I::LocalGet(k)],
+            );
+            if !wide {
+                f.instruction(&I::I32WrapI64);
+            }
+            emit(
+                f,
+                &[I::I32Const(TOUCH_WRITE), I::Call(pg.touch_func), I::LocalGet(a), I::LocalGet(o), I::LocalGet(k)],
+            );
+            emit(f, &[I::I32WrapI64]);
+        }
+        _ => {
+            let Some((bits, memarg, size, value)) = access_of(op) else { return };
+            let offset = memarg.offset;
+            // With its natural alignment (the hint says so: compilers give it only where the
+            // type's alignment holds, and an access that broke it would be undefined behaviour
+            // in Rust and C), an access of at most 16 bytes cannot cross a 64 KiB page: its
+            // first byte's page is its only one.
+            let one_page = size <= 16 && (1u64 << memarg.align) >= size && offset % size == 0;
+            // The value above the address waits in a local of its type.
+            let v = value.map(|v| sc.value(v));
+            if let Some(v) = v {
+                f.instruction(&I::LocalSet(v));
+            }
+            f.instruction(&I::LocalSet(a));
+            if wide {
+                // 64-bit heaps are rare: the helper marks them.
+                emit(f, &[I::LocalGet(a), c(offset), add.clone(), c(size), I::I32Const(bits), I::Call(pg.touch_func)]);
+            } else {
+                // map[(address + at) >> 16] = 1, in the map of reads or of writes: no branch.
+                let map = if bits == TOUCH_READ { pg.map } else { pg.map + 1 };
+                let mark = |f: &mut Function, at: i64| {
+                    emit(
+                        f,
+                        &[
+                            I::LocalGet(a),
+                            I::I32Const(at as u32 as i32),
+                            I::I32Add,
+                            I::I32Const(PAGE_SHIFT as i32),
+                            I::I32ShrU,
+                            I::I32Const(1),
+                            I::I32Store8(map_memarg(map)),
+                        ],
+                    )
+                };
+                mark(f, offset as i64);
+                if !one_page {
+                    mark(f, offset.wrapping_add(size - 1) as i64);
+                }
+            }
+            f.instruction(&I::LocalGet(a));
+            if let Some(v) = v {
+                f.instruction(&I::LocalGet(v));
+            }
+        }
+    }
+}
+
+/// The marking helper `(start, n, bits)`: sets the entries of the Wasm pages of
+/// `start .. start + n` (none if `n` is 0) to 1 in the map of reads (`bits` 1) or of writes
+/// (`bits` 3). A range that wraps around the address space, or runs past a 64-bit map, ends at
+/// the map's last page: the access traps on the heap anyway.
+fn touch_body(mem: MemType, pg: Paged) -> Function {
+    use Instruction as I;
+    let wide = mem == MemType::Wasm64;
+    let ty = addr_type(mem);
+    let max = page_map_entries(mem) - 1;
+    let c = |v: u64| if wide { I::I64Const(v as i64) } else { I::I32Const(v as u32 as i32) };
+    let (eqz, shr, add, sub, lt, gt, le) = if wide {
+        (I::I64Eqz, I::I64ShrU, I::I64Add, I::I64Sub, I::I64LtU, I::I64GtU, I::I64LeU)
+    } else {
+        (I::I32Eqz, I::I32ShrU, I::I32Add, I::I32Sub, I::I32LtU, I::I32GtU, I::I32LeU)
+    };
+    // Params 0 (start), 1 (n), 2 (bits); locals 3 (page), 4 (last page).
+    let mut f = Function::new([(2, ty)]);
+    let mut emit = |is: &[I]| {
+        for i in is {
+            f.instruction(i);
+        }
+    };
+    emit(&[I::LocalGet(1), eqz, I::If(BlockType::Empty), I::Return, I::End]);
+    emit(&[I::LocalGet(0), c(u64::from(PAGE_SHIFT)), shr.clone(), I::LocalSet(3)]);
+    emit(&[I::LocalGet(0), I::LocalGet(1), add.clone(), c(1), sub, c(u64::from(PAGE_SHIFT)), shr, I::LocalSet(4)]);
+    // Wrapped around: up to the map's last page. Past the map: clamp.
+    emit(&[I::LocalGet(4), I::LocalGet(3), lt, I::If(BlockType::Empty), c(max), I::LocalSet(4), I::End]);
+    emit(&[I::LocalGet(4), c(max), gt.clone(), I::If(BlockType::Empty), c(max), I::LocalSet(4), I::End]);
+    emit(&[I::LocalGet(3), c(max), gt, I::If(BlockType::Empty), I::Return, I::End]);
+    emit(&[I::Loop(BlockType::Empty), I::LocalGet(2), I::I32Const(TOUCH_WRITE), I::I32Eq, I::If(BlockType::Empty)]);
+    // The map of writes, else the map of reads: [page, 1].
+    for map in [pg.map + 1, pg.map] {
+        emit(&[I::LocalGet(3)]);
+        if wide {
+            emit(&[I::I32WrapI64]);
+        }
+        emit(&[I::I32Const(1), I::I32Store8(map_memarg(map))]);
+        if map == pg.map + 1 {
+            emit(&[I::Else]);
+        }
+    }
+    emit(&[I::End]);
+    emit(&[I::LocalGet(3), c(1), add, I::LocalTee(3), I::LocalGet(4), le, I::BrIf(0), I::End, I::End]);
+    f
 }
 
 /// The range-marking helper `(dst, n)`: sets the byte map's entries of the pages of

@@ -53,6 +53,75 @@ pub const OS_PAGE: u64 = 4096;
 /// `DEFAULT_DIRTY_PAGE_OVERHEAD` (application subnets), ic:`rs/config/src/subnet_config.rs`.
 pub const DIRTY_PAGE_FEE: u64 = 1_000;
 
+/// Which replica's charging the runner follows (`--cost-model`).
+///
+/// - `Canbench`: the replica canbench 0.7's PocketIC 13 runs, which predates the deterministic
+///   memory tracker: no fee for the heap or stable pages a message touches, except
+///   [`DIRTY_PAGE_FEE`] for each 4 KiB stable page it writes first. canbench reports these
+///   counts, and `canbench_results.yml` holds them.
+/// - `Ic`: mainnet since the deterministic memory tracker (August 2026, [`memory_tracker`]):
+///   every 64 KiB Wasm page of heap or stable memory a message accesses costs
+///   [`memory_tracker::ACCESS_FEE`], and each one it writes [`memory_tracker::WRITE_FEE`] more,
+///   charged in-band (so `performance_counter` and the limits see them); no stable write fee.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CostModel {
+    /// canbench 0.7 on PocketIC 13 (the default).
+    #[default]
+    Canbench,
+    /// The IC mainnet since the deterministic memory tracker.
+    Ic,
+}
+
+impl CostModel {
+    /// The name used in flags, files and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            CostModel::Canbench => "canbench",
+            CostModel::Ic => "ic",
+        }
+    }
+}
+
+/// The deterministic memory tracker (DMT), what mainnet charges for the memory a message
+/// touches since August 2026. Read 2026-11-26 (docs/sources.md, "The memory tracker", has the
+/// reading in full, with what is settled by code and what only by pull-request text):
+///
+/// - dfinity/ic #10789 "feat(Core): Switch to deterministic memory tracker" (merged 2026-07-16,
+///   squash of #10536): the tracker charges {heap, stable} × {read, write} uniformly, 5,000
+///   instructions per 4 KiB OS page; the system-API replacements of stable memory no longer
+///   decrement the counter for dirty pages (their byte map still enforces the page limits).
+///   #9565 switched the charging on; #11180 (merged 2026-08-24) removed the feature flag.
+///   dfinity/dre `release-index.yaml`: in base from `rc--2026-07-31_04-23`, base only from
+///   `rc--2026-08-13_03-55`.
+/// - ic:`rs/memory_tracker/src/deterministic.rs` (@0277d7c1d, @fa0f0e9d6f): a fault maps the whole
+///   64 KiB Wasm page around the faulting OS page; accessed and dirty pages are counted as Wasm
+///   pages × 16 OS pages. A plain query (replicated or not) and inspect_message track accessed
+///   pages only (`modification_tracking` is `Ignore`, ic:`rs/embedders/src/wasmtime_embedder/
+///   system_api.rs` @a3f79e4bcf).
+/// - ic:`rs/embedders/src/wasmtime_embedder.rs` @a3f79e4bcf: the charge is subtracted from the
+///   instruction-counter global by the SIGSEGV handler, during the execution (so
+///   `ic0.performance_counter` includes it); heap and stable memory share the tracker; the old
+///   after-the-call charge for dirty heap pages ("Charge for dirty wasm heap pages", 1,000 per
+///   OS page, × 4 for Wasm64) is gone ("The DMT charges directly"), and with it the Wasm64
+///   multiplier.
+/// - #11344 (2026-08-27), the config's documented meaning: charged "once when the Wasm page is
+///   first accessed and once more when it is first written to".
+/// - `DIRTY_PAGE_COPY_OVERHEAD` (3,000 per OS page, ic:`rs/config/src/embedders.rs`) is added
+///   only to the slice's accounting with DTS, past 1 GiB of dirty pages
+///   (`max_dirty_pages_without_optimization`): not to a message's instructions, not modelled.
+pub mod memory_tracker {
+    /// Instructions per 4 KiB OS page (the config's `page_overhead`; #10789).
+    pub const PER_OS_PAGE: u64 = 5_000;
+    /// OS pages per Wasm page (64 KiB / 4 KiB on x86-64 Linux, the replica's platform).
+    pub const OS_PAGES_PER_WASM_PAGE: u64 = 16;
+    /// The fee for the first access to a Wasm page in an execution: 80,000.
+    pub const ACCESS_FEE: u64 = PER_OS_PAGE * OS_PAGES_PER_WASM_PAGE;
+    /// The fee for the first write to a Wasm page in an execution, on top of its access fee
+    /// (in the same fault if the write is the first access): 80,000.
+    pub const WRITE_FEE: u64 = PER_OS_PAGE * OS_PAGES_PER_WASM_PAGE;
+}
+
 /// Largest stable memory: 500 GiB (`max_stable_memory_size`, ic:`rs/config/src/embedders.rs`).
 pub const MAX_STABLE_BYTES: u64 = 500 * (1 << 30);
 

@@ -27,6 +27,14 @@
 //! running at once across all processes; each process writes its benchmark's outcome to a file
 //! that the main process reads when the group's process has ended. Nothing is ever undone (each
 //! process ends with its execution), so the code runs without heap tracking.
+//!
+//! Both cost models in one run (`both`): where a benchmark's first measured step starts (see
+//! `host::Measure`), its process forks once more; the copy goes on under the ic model (the IC's
+//! memory tracker, `replica::memory_tracker`) and writes its outcome beside the canbench one,
+//! while the process waits for it, then goes on under the canbench model. The setup runs once,
+//! the measured part twice; except where the grid says the measured part is one step
+//! (`Cell::measured_in_one_step`, the users/orders steps), whose mainnet figure follows from the
+//! canbench one and the step's pages ([`crate::suite::derive_ic`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::RawFd;
@@ -40,7 +48,7 @@ use stablebench_grid::cells::{self, Canister as GridCanister, SWITCHED_CELL_PREF
 
 use crate::canbench::BenchResult;
 use crate::canister::{Canister, Code};
-use crate::host::{ExecutionEnd, StageHook};
+use crate::host::{ExecutionEnd, PageCounts, StageHook};
 use crate::suite::{bench_options, BenchError, BenchSetup, Run, REPLY_BYTES_PREFIX};
 
 /// A benchmark that goes on from a leader's setup stage.
@@ -117,6 +125,7 @@ pub fn longest_first(groups: &mut [Group], estimate: impl Fn(usize) -> u64) {
 /// Runs the benchmarks `names` as `groups` (see the module docs) on `jobs` executions at once,
 /// calling `each` after every one, in the order of `names`. `code` should be compiled without
 /// heap tracking ([`Code::with_heap_tracking`]): nothing is undone here.
+#[allow(clippy::too_many_arguments)]
 pub fn run_groups(
     code: Arc<Code>,
     setup: &BenchSetup,
@@ -124,6 +133,7 @@ pub fn run_groups(
     groups: &[Group],
     print_output: bool,
     jobs: usize,
+    both: bool,
     mut each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
     let (mut canister, _) = Canister::install(code, &setup.init_args, bench_options(setup, print_output))?;
@@ -132,6 +142,7 @@ pub fn run_groups(
     }
     let dir = ResultsDir::new()?;
     let tokens = Tokens::new(jobs.max(1))?;
+    let one_step = Arc::new(one_step_benches(names));
     let mut running: BTreeMap<libc::pid_t, usize> = BTreeMap::new();
     let mut done = BTreeMap::new();
     let mut printed = 0;
@@ -147,13 +158,14 @@ pub fn run_groups(
             tokens.release();
         }
         for bench in groups[g].benches() {
-            let outcome = read_outcome(&dir.0, bench, &names[bench]).unwrap_or_else(|e| {
-                Err(BenchError::new(
-                    &names[bench],
-                    "CanisterError",
-                    format!("the runner's process for it ended ({}) without an outcome: {e:#}", describe(status)),
-                ))
-            });
+            let outcome =
+                read_outcome(&dir.0, bench, &names[bench], both, one_step.contains(&bench)).unwrap_or_else(|e| {
+                    Err(BenchError::new(
+                        &names[bench],
+                        "CanisterError",
+                        format!("the runner's process for it ended ({}) without an outcome: {e:#}", describe(status)),
+                    ))
+                });
             done.insert(bench, outcome);
         }
     };
@@ -189,7 +201,7 @@ pub fn run_groups(
         // executions ran on threads that ended); the child only runs `run_group` and exits.
         match unsafe { libc::fork() } {
             -1 => bail!("fork: {}", std::io::Error::last_os_error()),
-            0 => run_group(&mut canister, group, names, &dir.0, &tokens),
+            0 => run_group(&mut canister, group, names, &dir.0, &tokens, both, &one_step),
             pid => {
                 running.insert(pid, g);
             }
@@ -217,9 +229,17 @@ pub fn run_groups(
 
 /// The group's process: the leader's query, with the hook that forks the followers; writes the
 /// leader's outcome and ends.
-fn run_group(canister: &mut Canister, group: &Group, names: &[String], dir: &Path, tokens: &Tokens) -> ! {
+fn run_group(
+    canister: &mut Canister,
+    group: &Group,
+    names: &[String],
+    dir: &Path,
+    tokens: &Tokens,
+    both: bool,
+    one_step: &Arc<std::collections::BTreeSet<usize>>,
+) -> ! {
     let children = Arc::new(std::sync::Mutex::new(Vec::new()));
-    if !group.stages.is_empty() {
+    if !group.stages.is_empty() || both {
         canister.set_stage_hook(Some(Box::new(GroupHook {
             stages: group.stages.clone(),
             next: 0,
@@ -229,6 +249,10 @@ fn run_group(canister: &mut Canister, group: &Group, names: &[String], dir: &Pat
             me: None,
             started: Instant::now(),
             children: Arc::clone(&children),
+            leader: group.leader,
+            both,
+            ic: false,
+            one_step: Arc::clone(one_step),
         })));
     }
     let name = &names[group.leader];
@@ -236,7 +260,14 @@ fn run_group(canister: &mut Canister, group: &Group, names: &[String], dir: &Pat
     let out = canister.last_query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
     let wall = started.elapsed();
     let end = match out.result {
-        Ok(reply) => Outcome { reply: Some(reply), error: None, output: out.output, wall },
+        Ok(reply) => Outcome {
+            reply: Some(reply),
+            error: None,
+            output: out.output,
+            wall,
+            pages: out.step_pages,
+            stable_fee_pages: out.stable_fee_pages,
+        },
         Err(reject) => {
             let e = BenchError::from_reject(name, &reject);
             Outcome { output: out.output, wall, ..Outcome::error(e.code, e.message) }
@@ -275,6 +306,21 @@ struct GroupHook {
     started: Instant,
     /// The followers forked so far, for the group's process to wait for before it ends.
     children: Arc<std::sync::Mutex<Vec<(libc::pid_t, Follower)>>>,
+    /// The group's leader (what an ic fork of the leader's own process measures).
+    leader: usize,
+    /// Measure under both cost models: fork an ic process at the first measured step.
+    both: bool,
+    /// This process measures under the ic model.
+    ic: bool,
+    /// The benchmarks measured in one step, whose ic figures are derived, not measured.
+    one_step: Arc<std::collections::BTreeSet<usize>>,
+}
+
+impl GroupHook {
+    /// The benchmark this process measures.
+    fn bench(&self) -> usize {
+        self.me.map_or(self.leader, |f| f.bench)
+    }
 }
 
 impl StageHook for GroupHook {
@@ -321,26 +367,71 @@ impl StageHook for GroupHook {
         Ok(None)
     }
 
+    fn measuring(&mut self) -> bool {
+        let bench = self.bench();
+        if !self.both || self.ic || self.one_step.contains(&bench) {
+            return false;
+        }
+        flush_stdio();
+        // SAFETY: as for the followers' forks (`reached`). The copy goes on under the ic model
+        // and ends in `finish`; this process waits for it (it holds this process's token) and
+        // goes on under the canbench model.
+        match unsafe { libc::fork() } {
+            -1 => {
+                let error = format!("fork: {}", std::io::Error::last_os_error());
+                let _ = write_outcome_at(&ic_outcome_path(&self.dir, bench), &Outcome::failed(error));
+                false
+            }
+            0 => {
+                self.ic = true;
+                self.started = Instant::now();
+                true
+            }
+            pid => {
+                let status = wait_for(pid);
+                let path = ic_outcome_path(&self.dir, bench);
+                if !path.exists() {
+                    let error = format!("its ic-model process ended ({}) without an outcome", describe(status));
+                    let _ = write_outcome_at(&path, &Outcome::failed(error));
+                }
+                false
+            }
+        }
+    }
+
     fn finish(self: Box<Self>, end: ExecutionEnd) -> ! {
-        let f = self.me.expect("only a fork finishes through its hook");
-        let name = &self.names[&f.bench];
+        let bench = self.bench();
+        let name = &self.names[&bench];
         let wall = self.started.elapsed();
         // The canister says which cell it went on as (after its measurement): it must be this one.
         let switched = format!("{SWITCHED_CELL_PREFIX}{name}");
         let mut outcome = match (end.trap, end.rejected, end.replied) {
             (Some(trap), _, _) => Outcome::failed(trap),
             (None, Some(m), _) => Outcome::error("CanisterReject", format!("Canister rejected the message: {m}")),
-            (None, None, true) => Outcome { reply: Some(end.reply), error: None, output: Vec::new(), wall },
+            (None, None, true) => Outcome {
+                reply: Some(end.reply),
+                error: None,
+                output: Vec::new(),
+                wall,
+                pages: end.step_pages,
+                stable_fee_pages: end.stable_fee_pages,
+            },
             (None, None, false) => Outcome::failed("Canister did not reply to the call".into()),
         };
-        if outcome.error.is_none() && !end.output.contains(&switched) {
+        if outcome.error.is_none() && self.me.is_some() && !end.output.contains(&switched) {
             outcome = Outcome::failed(format!(
                 "the canister did not report going on as {name} after the shared setup (is the wasm built from this grid?)"
             ));
         }
         outcome.output = end.output;
         outcome.wall = wall;
-        let written = write_outcome(&self.dir, f.bench, &outcome);
+        if self.ic {
+            // The process that forked it holds the token and waits for it.
+            let written = write_outcome_at(&ic_outcome_path(&self.dir, bench), &outcome);
+            // SAFETY: ends this process without running anything inherited from the parent.
+            unsafe { libc::_exit(if written.is_ok() { 0 } else { 1 }) }
+        }
+        let written = write_outcome(&self.dir, bench, &outcome);
         self.tokens.release();
         // SAFETY: ends this process without running anything inherited from the parent.
         unsafe { libc::_exit(if written.is_ok() { 0 } else { 1 }) }
@@ -358,6 +449,11 @@ struct Outcome {
     output: Vec<String>,
     /// Wall time of the benchmark's own part.
     wall: Duration,
+    /// The pages its measured steps touched (`host::Measure::pages`).
+    pages: Option<PageCounts>,
+    /// The 4 KiB stable pages whose canbench write fee its steps paid.
+    #[serde(default)]
+    stable_fee_pages: u64,
 }
 
 impl Outcome {
@@ -366,7 +462,14 @@ impl Outcome {
     }
 
     fn error(code: &str, message: String) -> Outcome {
-        Outcome { reply: None, error: Some((code.into(), message)), output: Vec::new(), wall: Duration::ZERO }
+        Outcome {
+            reply: None,
+            error: Some((code.into(), message)),
+            output: Vec::new(),
+            wall: Duration::ZERO,
+            pages: None,
+            stable_fee_pages: 0,
+        }
     }
 }
 
@@ -374,32 +477,96 @@ fn outcome_path(dir: &Path, bench: usize) -> PathBuf {
     dir.join(format!("{bench}.json"))
 }
 
+/// Where the ic-model process of benchmark `bench` writes its outcome.
+fn ic_outcome_path(dir: &Path, bench: usize) -> PathBuf {
+    dir.join(format!("{bench}.ic.json"))
+}
+
 /// Writes the outcome of benchmark `bench` (then renames it into place: a file that exists is
 /// whole).
 fn write_outcome(dir: &Path, bench: usize, outcome: &Outcome) -> Result<()> {
-    let path = outcome_path(dir, bench);
+    write_outcome_at(&outcome_path(dir, bench), outcome)
+}
+
+fn write_outcome_at(path: &Path, outcome: &Outcome) -> Result<()> {
+    let path = path.to_path_buf();
     let tmp = path.with_extension("tmp");
     std::fs::write(&tmp, serde_json::to_vec(outcome)?)?;
     std::fs::rename(&tmp, &path)?;
     Ok(())
 }
 
-/// Reads benchmark `bench`'s outcome as the thread-based runner reports it.
-fn read_outcome(dir: &Path, bench: usize, name: &str) -> Result<Result<Run, BenchError>> {
-    let path = outcome_path(dir, bench);
-    let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-    let outcome: Outcome = serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?;
-    if let Some((code, message)) = outcome.error {
-        let code = if code == "CanisterReject" { "CanisterReject" } else { "CanisterError" };
-        return Ok(Err(BenchError::new(name, code, message)));
-    }
-    let reply = outcome.reply.ok_or_else(|| anyhow!("an outcome with neither a reply nor an error"))?;
-    let result = match candid::decode_one::<BenchResult>(&reply) {
+/// The positions of `names` whose cells are measured in one step (`Cell::measured_in_one_step`).
+fn one_step_benches(names: &[String]) -> std::collections::BTreeSet<usize> {
+    let one: std::collections::BTreeSet<String> = GridCanister::ALL
+        .into_iter()
+        .flat_map(cells::cells_of)
+        .filter(|c| c.measured_in_one_step())
+        .map(|c| c.name())
+        .collect();
+    names.iter().enumerate().filter(|(_, n)| one.contains(*n)).map(|(i, _)| i).collect()
+}
+
+/// Reads benchmark `bench`'s outcome as the thread-based runner reports it (with its ic-model
+/// outcome if `both`: measured, or derived if the benchmark is measured in `one_step`).
+fn read_outcome(dir: &Path, bench: usize, name: &str, both: bool, one_step: bool) -> Result<Result<Run, BenchError>> {
+    let read = |path: PathBuf| -> Result<Result<(BenchResult, Outcome), BenchError>> {
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let outcome: Outcome = serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?;
+        if let Some((code, message)) = &outcome.error {
+            let code = if code == "CanisterReject" { "CanisterReject" } else { "CanisterError" };
+            return Ok(Err(BenchError::new(name, code, message.clone())));
+        }
+        let reply = outcome.reply.as_ref().ok_or_else(|| anyhow!("an outcome with neither a reply nor an error"))?;
+        Ok(match candid::decode_one::<BenchResult>(reply) {
+            Ok(r) => Ok((r, outcome)),
+            Err(e) => Err(BenchError::new(name, "CanisterReject", format!("decoding the result: {e}"))),
+        })
+    };
+    let (result, outcome) = match read(outcome_path(dir, bench))? {
         Ok(r) => r,
-        Err(e) => return Ok(Err(BenchError::new(name, "CanisterReject", format!("decoding the result: {e}")))),
+        Err(e) => return Ok(Err(e)),
+    };
+    let ic = if both && one_step {
+        let pages = outcome.pages.unwrap_or_default();
+        match crate::suite::derive_ic(&result, &pages, outcome.stable_fee_pages) {
+            Some(r) => Some(r),
+            None => {
+                let why =
+                    "its result is not one step's (it has scopes or several calls): its ic figure cannot be derived";
+                return Ok(Err(BenchError::new(name, "CanisterError", why.into())));
+            }
+        }
+    } else if both {
+        match read(ic_outcome_path(dir, bench))? {
+            Ok((r, ic)) => {
+                if ic.pages != outcome.pages {
+                    let why = format!(
+                        "the two cost models' runs touched different pages: {:?} and {:?}",
+                        outcome.pages, ic.pages
+                    );
+                    return Ok(Err(BenchError::new(name, "CanisterError", why)));
+                }
+                Some(r)
+            }
+            Err(e) => {
+                let message = format!("under the ic cost model: {}", e.message);
+                return Ok(Err(BenchError::new(name, e.code, message)));
+            }
+        }
+    } else {
+        None
     };
     let reply_bytes = outcome.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-    Ok(Ok(Run { name: name.to_string(), result, reply_bytes, wall: outcome.wall, profile: None }))
+    Ok(Ok(Run {
+        name: name.to_string(),
+        result,
+        reply_bytes,
+        wall: outcome.wall,
+        profile: None,
+        pages: outcome.pages,
+        ic,
+    }))
 }
 
 /// A temporary folder for the outcomes, removed with its contents when dropped.

@@ -18,9 +18,10 @@ use candid::Principal;
 
 use crate::canbench::{self, copy_result, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
-use crate::host::{MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
+use crate::host::{PageCounts, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 use crate::instrument::Metering;
 use crate::profile;
+use crate::replica::CostModel;
 
 /// Arguments of `stablebench-runner bench` (canbench 0.7's flags, plus `--no-metering`).
 #[derive(clap::Args, Debug, Default)]
@@ -76,6 +77,73 @@ pub struct BenchArgs {
     /// same; see docs/runner.md). --profile implies it.
     #[arg(long)]
     pub full_setups: bool,
+    /// Which replica's charges to measure under: `canbench` (PocketIC 13, what canbench reports;
+    /// the results file), `ic` (mainnet since the memory tracker, docs/mainnet.md; the mainnet
+    /// results file), or `both` in one run (the default with shared setups).
+    #[arg(long, value_enum)]
+    pub cost_model: Option<ModelChoice>,
+    /// Do not count the pages each benchmark touches (only with --cost-model canbench): for
+    /// measuring what counting costs.
+    #[arg(long)]
+    pub no_page_counts: bool,
+}
+
+/// `--cost-model`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModelChoice {
+    /// canbench 0.7 on PocketIC 13.
+    Canbench,
+    /// The IC mainnet since the deterministic memory tracker.
+    Ic,
+    /// Both, the measured steps run twice from one setup.
+    Both,
+}
+
+/// Where the benchmarks priced as mainnet prices them are written: next to canbench's results
+/// file.
+pub fn mainnet_results_path(results_path: &std::path::Path) -> PathBuf {
+    results_path.with_file_name(MAINNET_RESULTS_FILE)
+}
+
+/// The mainnet results file's name.
+pub const MAINNET_RESULTS_FILE: &str = "mainnet_results.yml";
+
+/// The benchmarks under the ic cost model, as `mainnet_results.yml` holds them.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct MainnetResults {
+    /// What the figures are (the rules, their source and date).
+    pub model: String,
+    /// By benchmark name.
+    pub benches: BTreeMap<String, MainnetBench>,
+}
+
+/// One benchmark under the ic cost model.
+#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MainnetBench {
+    /// The 64 KiB Wasm pages its measured steps touched (the same in both models).
+    pub pages: PageCounts,
+    /// What canbench-rs measured, each measured step priced as a message of its own on mainnet.
+    pub total: crate::canbench::Measurement,
+    /// Its scopes, likewise.
+    pub scopes: BTreeMap<String, crate::canbench::Measurement>,
+}
+
+/// What `mainnet_results.yml` says its figures are.
+pub const MAINNET_MODEL: &str = "ic: the IC mainnet since the deterministic memory tracker (dfinity/ic #10789, merged 2026-07-16; read 2026-11-26): 80,000 instructions per 64 KiB Wasm page of heap or stable memory at its first access in a message, 80,000 more at its first write, no stable write fee; each measured step priced as an update message of its own; a scope measured before the first step (setup) keeps canbench's figure (docs/mainnet.md)";
+
+/// Reads a mainnet results file; empty if there is none.
+pub fn read_mainnet_results(path: &std::path::Path) -> Result<MainnetResults> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_yaml::from_str(&text).with_context(|| format!("reading {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(MainnetResults::default()),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
+/// Writes a mainnet results file.
+pub fn write_mainnet_results(path: &std::path::Path, benches: BTreeMap<String, MainnetBench>) -> Result<()> {
+    let results = MainnetResults { model: MAINNET_MODEL.to_string(), benches };
+    std::fs::write(path, serde_yaml::to_string(&results)?).with_context(|| format!("writing {}", path.display()))
 }
 
 /// The keys of canbench.yml that canbench 0.7 reads.
@@ -136,6 +204,10 @@ pub struct Run {
     pub wall: Duration,
     /// What `--profile` wrote.
     pub profile: Option<profile::Written>,
+    /// The 64 KiB Wasm pages its measured steps touched, if the code counts them.
+    pub pages: Option<PageCounts>,
+    /// What it measured under the ic cost model, when run under both.
+    pub ic: Option<BenchResult>,
 }
 
 /// The benchmark names a wasm exports (`canister_query __canbench__<name>`), in export order.
@@ -158,7 +230,13 @@ pub struct BenchSetup {
 /// principal as its controller (canbench creates it with sender `None`), the 1,000 T cycles
 /// canbench adds, the default 3 GiB `wasm_memory_limit`, the config's environment variables.
 pub fn bench_options(setup: &BenchSetup, print_output: bool) -> Options {
+    bench_options_in(setup, print_output, CostModel::Canbench)
+}
+
+/// [`bench_options`] under cost model `model`.
+pub fn bench_options_in(setup: &BenchSetup, print_output: bool, model: CostModel) -> Options {
     Options {
+        cost_model: model,
         limits: Limits::BENCHMARK,
         controllers: vec![crate::replica::pocket_ic::bench_controller()],
         print_output,
@@ -201,9 +279,24 @@ pub fn run_named(
     print_output: bool,
     jobs: usize,
     profile: Option<&profile::Output>,
+    each: impl FnMut(&Run),
+) -> Result<Vec<Run>> {
+    run_named_in(code, setup, names, print_output, jobs, profile, CostModel::Canbench, each)
+}
+
+/// [`run_named`] under cost model `model`.
+#[allow(clippy::too_many_arguments)]
+pub fn run_named_in(
+    code: std::sync::Arc<Code>,
+    setup: &BenchSetup,
+    names: &[String],
+    print_output: bool,
+    jobs: usize,
+    profile: Option<&profile::Output>,
+    model: CostModel,
     mut each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
-    let opts = bench_options(setup, print_output);
+    let opts = bench_options_in(setup, print_output, model);
     let (init_args, stable_memory) = (&setup.init_args, setup.stable_memory.as_deref());
     let (mut canister, _) = Canister::install(code, init_args, opts)?;
     if let Some(bytes) = stable_memory {
@@ -256,8 +349,10 @@ pub fn run_named(
 
 /// [`run_benchmarks`] with shared setups (see `crate::shared`): the benchmarks whose names
 /// contain `pattern`, grouped by the setup stages the grid declares, longest groups first (by the
-/// committed results `old`), each group in a process of its own; the same results. Without
-/// `fork` (not unix), setups are not shared.
+/// committed results `old`), each group in a process of its own; the same results. With `both`,
+/// each benchmark's measured steps also run under the ic cost model ([`Run::ic`]). Without
+/// `fork` (not unix), setups are not shared and `both` is refused.
+#[allow(clippy::too_many_arguments)]
 pub fn run_shared(
     code: std::sync::Arc<Code>,
     setup: &BenchSetup,
@@ -265,6 +360,7 @@ pub fn run_shared(
     print_output: bool,
     jobs: usize,
     old: &BTreeMap<String, BenchResult>,
+    both: bool,
     each: impl FnMut(&Run),
 ) -> Result<Vec<Run>> {
     #[cfg(unix)]
@@ -276,11 +372,14 @@ pub fn run_shared(
                 r.total.instructions + r.scopes.get(stablebench_grid::scopes::SETUP).map_or(0, |s| s.instructions)
             })
         });
-        crate::shared::run_groups(code, setup, &names, &groups, print_output, jobs, each)
+        crate::shared::run_groups(code, setup, &names, &groups, print_output, jobs, both, each)
     }
     #[cfg(not(unix))]
     {
         let _ = old;
+        if both {
+            bail!("both cost models in one run need fork (unix); run --cost-model canbench and ic separately");
+        }
         run_benchmarks(code, setup, pattern, print_output, jobs, None, each)
     }
 }
@@ -304,7 +403,7 @@ fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> R
     };
     let result = result?;
     let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-    Ok(Run { name: name.to_string(), result, reply_bytes, wall, profile: written })
+    Ok(Run { name: name.to_string(), result, reply_bytes, wall, profile: written, pages: out.step_pages, ic: None })
 }
 
 /// A benchmark query that did not reply.
@@ -393,8 +492,21 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     // Shared setups run each benchmark in a process of its own, where nothing is undone: the code
     // needs no heap tracking there.
     let shared = cfg!(unix) && !args.full_setups && !args.profile;
+    let choice = args.cost_model.unwrap_or(if shared { ModelChoice::Both } else { ModelChoice::Canbench });
+    if choice == ModelChoice::Both && !shared {
+        bail!("--cost-model both runs the measured steps twice from shared setups: not with --full-setups or --profile (run --cost-model canbench and ic one after the other)");
+    }
+    if args.no_page_counts && choice != ModelChoice::Canbench {
+        bail!("--no-page-counts: the ic cost model charges the pages; run it with --cost-model canbench");
+    }
+    if args.no_metering && choice != ModelChoice::Canbench {
+        bail!("--no-metering counts nothing: run it with --cost-model canbench");
+    }
+    let mainnet_path = mainnet_results_path(&results_path);
+    let old_mainnet = read_mainnet_results(&mainnet_path)?.benches;
     let started = Instant::now();
-    let code = Code::from_file_with_heap_tracking(&cfg.wasm_path, metering, !shared)?;
+    let tracking = crate::instrument::Tracking { heap: !shared, pages: !args.no_page_counts };
+    let code = Code::from_file_tracked(&cfg.wasm_path, metering, tracking)?;
     let load = started.elapsed();
     let profile_out = if args.profile {
         let names = profile::Names::from_wasm(&code.wasm)?;
@@ -410,26 +522,39 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     };
     let show_results = !args.hide_results;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    // Under ic alone, the printed blocks are the ic figures (against the mainnet file).
+    let old_ic: BTreeMap<String, BenchResult> = old_mainnet
+        .iter()
+        .map(|(n, b)| (n.clone(), BenchResult { total: b.total.clone(), scopes: b.scopes.clone() }))
+        .collect();
+    let shown_old = if choice == ModelChoice::Ic { &old_ic } else { &old };
     let print_block = |run: &Run| {
         if show_results {
+            let result = if choice == ModelChoice::Ic { run.ic.as_ref().unwrap_or(&run.result) } else { &run.result };
             print!(
                 "{}",
-                canbench::format_benchmark_section(&run.name, &run.result, old.get(&run.name), args.noise_threshold)
+                canbench::format_benchmark_section(&run.name, result, shown_old.get(&run.name), args.noise_threshold)
             );
         }
     };
     let runs = if shared {
-        run_shared(code, &setup, args.pattern.as_deref(), args.show_canister_output, jobs, &old, print_block)
+        let both = choice != ModelChoice::Canbench;
+        run_shared(code, &setup, args.pattern.as_deref(), args.show_canister_output, jobs, &old, both, print_block)
     } else {
-        run_benchmarks(
-            code,
-            &setup,
-            args.pattern.as_deref(),
-            args.show_canister_output,
-            jobs,
-            profile_out.as_ref(),
-            print_block,
-        )
+        let model = if choice == ModelChoice::Ic { CostModel::Ic } else { CostModel::Canbench };
+        let names = matching(&code, args.pattern.as_deref());
+        run_named_in(code, &setup, &names, args.show_canister_output, jobs, profile_out.as_ref(), model, print_block)
+            .map(|runs| {
+                // Under ic alone the one run is the ic run.
+                runs.into_iter()
+                    .map(|mut r| {
+                        if model == CostModel::Ic {
+                            r.ic = Some(copy_result(&r.result));
+                        }
+                        r
+                    })
+                    .collect()
+            })
     };
     let runs = match runs {
         Ok(r) => r,
@@ -440,17 +565,42 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         Err(e) => return Err(e),
     };
     let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), copy_result(&r.result))).collect();
-    print!(
-        "{}",
-        canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold)
-    );
-    if args.csv {
-        canbench::write_csv(&csv_path, &new, &old, args.noise_threshold)?;
-        print!("{}", canbench::format_csv_saved(&csv_path));
+    let new_mainnet: BTreeMap<String, MainnetBench> = runs
+        .iter()
+        .filter_map(|r| {
+            let ic = r.ic.as_ref()?;
+            let pages = r.pages.unwrap_or_default();
+            Some((r.name.clone(), MainnetBench { pages, total: ic.total.clone(), scopes: ic.scopes.clone() }))
+        })
+        .collect();
+    let canbench_model = choice != ModelChoice::Ic;
+    if canbench_model {
+        print!(
+            "{}",
+            canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold)
+        );
+        if args.csv {
+            canbench::write_csv(&csv_path, &new, &old, args.noise_threshold)?;
+            print!("{}", canbench::format_csv_saved(&csv_path));
+        }
     }
     if args.persist {
-        canbench::write_results(&results_path, &new)?;
-        print!("{}", canbench::format_persisted(&results_path));
+        if canbench_model {
+            canbench::write_results(&results_path, &new)?;
+            print!("{}", canbench::format_persisted(&results_path));
+        }
+        if !new_mainnet.is_empty() {
+            let mut all = read_mainnet_results(&mainnet_path)?.benches;
+            // A filtered run updates its benchmarks and keeps the others, as canbench does not:
+            // without a pattern the file is exactly this run.
+            if args.pattern.is_none() {
+                all.clear();
+            }
+            let n = new_mainnet.len();
+            all.extend(new_mainnet.iter().map(|(k, v)| (k.clone(), copy_mainnet(v))));
+            write_mainnet_results(&mainnet_path, all)?;
+            println!("Successfully persisted {n} mainnet-priced results to {}", mainnet_path.display());
+        }
     }
     println!();
     print!("{}", limits_table(&runs, metering, jobs, shared, load, started.elapsed()));
@@ -458,7 +608,25 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         print!("{}", profiles_summary(&runs, &out.dir));
     }
     if args.check {
-        let stale = stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold);
+        let mut stale = if canbench_model {
+            stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold)
+        } else {
+            Vec::new()
+        };
+        if choice != ModelChoice::Canbench {
+            let new_ic: BTreeMap<String, BenchResult> = new_mainnet
+                .iter()
+                .map(|(n, b)| (n.clone(), BenchResult { total: b.total.clone(), scopes: b.scopes.clone() }))
+                .collect();
+            for line in stale_results(&new_ic, &old_ic, args.pattern.as_deref(), args.noise_threshold) {
+                stale.push(format!("{}: {line}", mainnet_path.display()));
+            }
+            for (name, b) in &new_mainnet {
+                if let Some(o) = old_mainnet.get(name).filter(|o| o.pages != b.pages) {
+                    stale.push(format!("{}: {name}: pages {:?} -> {:?}", mainnet_path.display(), o.pages, b.pages));
+                }
+            }
+        }
         if !stale.is_empty() {
             eprintln!(
                 "{} is stale (regenerate with scripts/bench.sh --persist and commit it with the change):",
@@ -537,6 +705,25 @@ fn first_difference(old: &BenchResult, new: &BenchResult) -> String {
     "results differ".to_string()
 }
 
+/// The ic-model result of a benchmark measured in one step (one interval, no scopes; see
+/// `Cell::measured_in_one_step`), from its canbench result, the step's pages and the 4 KiB stable
+/// pages whose canbench write fee it paid: the same figure the ic model measures in-band, as long
+/// as the step does not branch on the instruction counter (`runner/tests/shared_setups.rs`
+/// compares the two). `None` for any other result.
+pub fn derive_ic(canbench: &BenchResult, pages: &PageCounts, stable_fee_pages: u64) -> Option<BenchResult> {
+    if !canbench.scopes.is_empty() || canbench.total.calls != 1 {
+        return None;
+    }
+    let mut r = copy_result(canbench);
+    r.total.instructions =
+        canbench.total.instructions - crate::replica::DIRTY_PAGE_FEE * stable_fee_pages + pages.fee(true);
+    Some(r)
+}
+
+fn copy_mainnet(b: &MainnetBench) -> MainnetBench {
+    MainnetBench { pages: b.pages, total: b.total.clone(), scopes: b.scopes.clone() }
+}
+
 fn hex_decode(s: &str) -> Result<Vec<u8>> {
     hex::decode(s.trim()).map_err(|e| anyhow!("{e}"))
 }
@@ -555,13 +742,23 @@ pub fn limits_table(
     let fits = |ok: bool| if ok { "yes" } else { "NO" };
     // The first column is as wide as the longest name, so the table stays aligned.
     let w = runs.iter().map(|r| r.name.len()).chain([9]).max().unwrap_or(9);
-    let mut t = String::from("Production limits (measured step only; instructions, not cycles):\n");
+    let mainnet = runs.iter().any(|r| r.ic.is_some());
+    let mut t = String::from(if mainnet {
+        "Production limits (measured step only; instructions, not cycles; \"mainnet\" is the ic cost model, which the limits are judged by; pages: 64 KiB Wasm pages accessed/written, heap + stable):\n"
+    } else {
+        "Production limits (measured step only; instructions, not cycles):\n"
+    });
+    let (mh, md) = if mainnet {
+        (format!(" {:>14} | {:>13} |", "mainnet", "pages"), format!("{:->16}|{:->15}|", "", ""))
+    } else {
+        (String::new(), String::new())
+    };
     t += &format!(
-        "| {:<w$} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n",
+        "| {:<w$} | {:>12} |{mh} {:>10} | {:>11} | {:>12} | {:>10} | {:>8} |\n",
         "benchmark", "instructions", "5 B query", "40 B update", "reply bytes", "2/3 MiB", "wall"
     );
     t += &format!(
-        "|{:-<w2$}|{:->14}|{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n",
+        "|{:-<w2$}|{:->14}|{md}{:->12}|{:->13}|{:->14}|{:->12}|{:->10}|\n",
         "",
         "",
         "",
@@ -574,19 +771,28 @@ pub fn limits_table(
     for r in runs {
         // A benchmark that records several calls (canbench-rs `calls`, e.g. 50 iterations of
         // which each would be one message) is judged per call.
-        let i = r.result.total.instructions / r.result.total.calls.max(1);
+        let per_call = |m: &crate::canbench::Measurement| m.instructions / m.calls.max(1);
+        let i = per_call(&r.result.total);
+        let judged = r.ic.as_ref().map_or(i, |ic| per_call(&ic.total));
         let (bytes, reply_fit) = match r.reply_bytes {
             Some(b) => {
                 (b.to_string(), format!("{}/{}", fits(b <= MAX_UPDATE_REPLY_BYTES), fits(b <= MAX_QUERY_REPLY_BYTES)))
             }
             None => ("-".into(), "-".into()),
         };
+        let cols = if mainnet {
+            let pages = r.pages.map_or("-".to_string(), |p| format!("{}/{}", p.accessed(), p.written()));
+            let ic = r.ic.as_ref().map_or("-".to_string(), |ic| canbench::fmt_block_value(per_call(&ic.total)));
+            format!(" {ic:>14} | {pages:>13} |")
+        } else {
+            String::new()
+        };
         t += &format!(
-            "| {:<w$} | {:>12} | {:>10} | {:>11} | {:>12} | {:>10} | {:>7.1}s |\n",
+            "| {:<w$} | {:>12} |{cols} {:>10} | {:>11} | {:>12} | {:>10} | {:>7.1}s |\n",
             r.name,
             canbench::fmt_block_value(i),
-            fits(i <= q),
-            fits(i <= u),
+            fits(judged <= q),
+            fits(judged <= u),
             bytes,
             reply_fit,
             r.wall.as_secs_f64()

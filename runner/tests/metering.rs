@@ -289,3 +289,228 @@ fn an_upgrade_to_a_module_that_cannot_instantiate_keeps_the_canister_and_its_sta
     assert!(matches!(out.result, Err(Reject::Trapped(_))), "{:?}", out.result);
     assert_eq!(c.query("state", &[], anon).result.unwrap(), [42, 0, 0, 0], "stable memory survived");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The memory tracker (the `ic` cost model; docs/mainnet.md, `replica::memory_tracker`): per
+// 64 KiB Wasm page of heap or stable memory, 80,000 at its first access in an execution and
+// 80,000 more at its first write; a plain query pays for accesses only. Each case runs the same
+// module under both models: the pages are counted by hand, the canbench model's count is the
+// one without page tracking, and the ic model's is that plus the pages' fees.
+
+mod memory_tracker {
+    use super::*;
+    use stablebench_runner::canister::Outcome;
+    use stablebench_runner::host::PageCounts;
+    use stablebench_runner::instrument::Tracking;
+    use stablebench_runner::replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
+    use stablebench_runner::replica::CostModel;
+
+    fn install(body: &str, model: CostModel, pages: bool) -> Canister {
+        let wat = format!("(module {IMPORTS} (memory 8) {body})");
+        let wasm = wat::parse_str(&wat).expect("valid wat");
+        let code = Code::with_tracking(&wasm, Metering::On, Tracking { heap: true, pages }).expect("compiles");
+        let opts = Options { cost_model: model, ..Options::default() };
+        Canister::install(code, &[], opts).expect("installs").0
+    }
+
+    /// Runs `calls` (update unless the name starts with `q_`) on a fresh canister in each model
+    /// (and without page tracking); checks that tracking changes no canbench count and that each
+    /// ic count is the canbench one plus the fees of `expected[i]`; returns the ic outcomes.
+    fn both(body: &str, calls: &[(&str, &[u8])], expected: &[PageCounts]) -> Vec<Outcome> {
+        let run = |model, pages| {
+            let mut c = install(body, model, pages);
+            let anon = Principal::anonymous();
+            calls
+                .iter()
+                .map(|(m, arg)| match m.strip_prefix("q_") {
+                    Some(_) => c.query(m, arg, anon),
+                    None => c.update(m, arg, anon),
+                })
+                .collect::<Vec<_>>()
+        };
+        let (plain, canbench, ic) =
+            (run(CostModel::Canbench, false), run(CostModel::Canbench, true), run(CostModel::Ic, true));
+        for (i, (m, _)) in calls.iter().enumerate() {
+            assert_eq!(plain[i].instructions, canbench[i].instructions, "{m}: page tracking changes no canbench count");
+            assert_eq!(canbench[i].pages, expected[i], "{m}: pages (canbench model)");
+            assert_eq!(ic[i].pages, expected[i], "{m}: pages (ic model)");
+            let update = !m.starts_with("q_");
+            // Without the canbench model's 1,000 per 4 KiB stable page written.
+            let stable_fee = stablebench_runner::replica::DIRTY_PAGE_FEE * canbench[i].dirtied_pages;
+            assert_eq!(
+                ic[i].instructions,
+                canbench[i].instructions - stable_fee + expected[i].fee(update),
+                "{m}: the ic count is the canbench count plus the pages' fees"
+            );
+        }
+        ic
+    }
+
+    fn heap(accessed: u64, written: u64) -> PageCounts {
+        PageCounts { heap_accessed: accessed, heap_written: written, ..Default::default() }
+    }
+
+    #[test]
+    fn the_fees_are_sixteen_os_pages_of_5000() {
+        assert_eq!(ACCESS_FEE, 16 * 5_000);
+        assert_eq!(WRITE_FEE, 16 * 5_000);
+        assert_eq!(heap(2, 1).fee(true), 2 * 80_000 + 80_000);
+        assert_eq!(heap(2, 1).fee(false), 2 * 80_000);
+    }
+
+    #[test]
+    fn a_page_is_charged_at_its_first_read_and_again_at_its_first_write_only() {
+        let body = r#"
+          (func (export "canister_update read_twice")
+            i32.const 70000 i32.load drop i32.const 131071 i32.load8_u drop)
+          (func (export "canister_update read_then_write")
+            i32.const 70000 i32.load drop i32.const 70004 i32.const 1 i32.store
+            i32.const 70008 i32.const 1 i32.store)
+          (func (export "canister_update write_only") i32.const 200000 i64.const 1 i64.store)
+          (func (export "canister_update nothing"))"#;
+        // Byte 70,000 and byte 131,071 are both in page 1: one access. Then a read and a write
+        // of page 1; then a write to page 3, never read (both fees in one). Each message counts
+        // afresh: page 1 again in the second.
+        both(
+            body,
+            &[("read_twice", &[]), ("read_then_write", &[]), ("write_only", &[]), ("nothing", &[])],
+            &[heap(1, 0), heap(1, 1), heap(1, 1), heap(0, 0)],
+        );
+    }
+
+    #[test]
+    fn an_access_across_a_wasm_page_boundary_touches_both_pages() {
+        let body = r#"
+          (func (export "canister_update load") i32.const 65532 i64.load align=1 drop)
+          (func (export "canister_update store") i32.const 131070 i32.const 7 i32.store align=2)
+          (func (export "canister_update offset") i32.const 0 i64.load offset=131069 align=1 drop)
+          (func (export "canister_update lying_hint") i32.const 65532 i64.load drop)"#;
+        // 65,532..65,539: pages 0 and 1. 131,070..131,073: pages 1 and 2, written. The static
+        // offset counts: 131,069..131,076 is pages 1 and 2. An access whose alignment hint is
+        // natural is taken at its word (see `instrument`, "Pages touched"): aligned, it cannot
+        // cross a page, so only its first byte's page is marked; this one breaks its hint
+        // (undefined behaviour in the Rust or C it would come from), and its second page goes
+        // unseen: the one place the runner can count fewer pages than the replica.
+        both(
+            body,
+            &[("load", &[]), ("store", &[]), ("offset", &[]), ("lying_hint", &[])],
+            &[heap(2, 0), heap(2, 2), heap(2, 0), heap(1, 0)],
+        );
+    }
+
+    #[test]
+    fn bulk_memory_touches_its_ranges() {
+        let body = r#"
+          (func (export "canister_update fill")
+            i32.const 0 i32.const 9 i32.const 131073 memory.fill)
+          (func (export "canister_update copy")
+            i32.const 196608 i32.const 10 i32.const 10 memory.copy)
+          (func (export "canister_update empty")
+            i32.const 300000 i32.const 9 i32.const 0 memory.fill)"#;
+        // 0..131,073 is pages 0, 1 and 2 (its last byte, 131,072, starts page 2). The copy reads
+        // page 0 and writes page 3. An empty fill touches nothing.
+        both(body, &[("fill", &[]), ("copy", &[]), ("empty", &[])], &[heap(3, 3), heap(2, 1), heap(0, 0)]);
+    }
+
+    #[test]
+    fn stable_memory_is_tracked_like_the_heap_and_host_copies_touch_the_heap() {
+        let body = r#"
+          (func (export "canister_update grow") i64.const 3 call $sgrow drop)
+          (func (export "canister_update write")
+            i64.const 65530 i64.const 0 i64.const 10 call $swrite)
+          (func (export "canister_update read")
+            i64.const 262144 i64.const 0 i64.const 4 call $sread
+            i64.const 327680 i64.const 4 i64.const 4 call $sread)
+          (func (export "canister_update arg")
+            i32.const 458752 i32.const 0 call $arg_size call $arg_copy)"#;
+        let stable =
+            |accessed, written| PageCounts { stable_accessed: accessed, stable_written: written, ..Default::default() };
+        let sum = |a: PageCounts, b: PageCounts| PageCounts {
+            heap_accessed: a.heap_accessed + b.heap_accessed,
+            heap_written: a.heap_written + b.heap_written,
+            stable_accessed: a.stable_accessed + b.stable_accessed,
+            stable_written: a.stable_written + b.stable_written,
+        };
+        // The write reads heap page 0 and writes stable bytes 65,530..65,539: stable pages 0 and
+        // 1. The reads read stable page 0 (twice: once) and write heap pages 4 and 5. The
+        // argument copy writes heap page 7. The canbench model's 1,000 per 4 KiB stable page
+        // written is not charged under ic: checked separately below.
+        let out = both(
+            body,
+            &[("grow", &[]), ("write", &[]), ("read", &[]), ("arg", b"DIDL\x00\x00")],
+            &[heap(0, 0), sum(heap(1, 0), stable(2, 2)), sum(heap(2, 2), stable(1, 0)), heap(1, 1)],
+        );
+        assert_eq!(out.len(), 4);
+    }
+
+    #[test]
+    fn a_query_pays_for_accesses_only() {
+        let body = r#"
+          (func (export "canister_query q_write") i32.const 70000 i32.const 1 i32.store
+            call $reply)"#;
+        let out = both(body, &[("q_write", &[])], &[heap(1, 1)]);
+        assert!(out[0].result.is_ok());
+    }
+
+    #[test]
+    fn a_trapped_update_pays_for_what_it_touched_and_the_next_message_starts_afresh() {
+        let body = r#"
+          (func (export "canister_update trap")
+            i32.const 70000 i32.const 1 i32.store unreachable)
+          (func (export "canister_update write") i32.const 70000 i32.const 1 i32.store)"#;
+        let out = both(body, &[("trap", &[]), ("write", &[])], &[heap(1, 1), heap(1, 1)]);
+        assert!(matches!(out[0].result, Err(Reject::Trapped(_))));
+    }
+
+    #[test]
+    fn the_stable_write_fee_is_the_canbench_models_only() {
+        let body = r#"
+          (func (export "canister_update grow") i64.const 1 call $sgrow drop)
+          (func (export "canister_update write") i64.const 0 i64.const 0 i64.const 8192 call $swrite)"#;
+        let anon = Principal::anonymous();
+        let mut canbench = install(body, CostModel::Canbench, true);
+        let mut ic = install(body, CostModel::Ic, true);
+        canbench.update("grow", &[], anon);
+        ic.update("grow", &[], anon);
+        let (c, i) = (canbench.update("write", &[], anon), ic.update("write", &[], anon));
+        // Two 4 KiB stable pages at 1,000 each under canbench; under ic heap page 0 read, stable
+        // page 0 read and written, and no 1,000s.
+        let wasm_and_api = 1 + 3 + 5 + 20 + 8192;
+        assert_eq!(c.instructions, wasm_and_api + 2 * 1_000);
+        assert_eq!(i.instructions, wasm_and_api + 2 * ACCESS_FEE + WRITE_FEE);
+    }
+
+    #[test]
+    fn performance_counter_sees_the_charges_in_band_and_each_measured_step_counts_its_own_pages() {
+        // Touches page 1, prints the measure line, reads the counter (a step starts: pages
+        // counted afresh), touches pages 1 and 2, reads it again; touches page 3 (after the
+        // step's last read: not the step's); a second step reads page 1 only.
+        let body = r#"
+          (data (i32.const 0) "stablebench: measure")
+          (func (export "canister_update m") (local $a i64) (local $b i64)
+            i32.const 70000 i32.load drop
+            i32.const 0 i32.const 20 call $print
+            i32.const 0 call $pc local.set $a
+            i32.const 70000 i32.load drop
+            i32.const 140000 i32.const 1 i32.store
+            i32.const 0 call $pc local.set $b
+            i32.const 200000 local.get $b local.get $a i64.sub i64.store
+            i32.const 0 i32.const 20 call $print
+            i32.const 0 call $pc drop
+            i32.const 70000 i32.load drop
+            i32.const 0 call $pc drop
+            i32.const 200000 i32.const 8 call $append call $reply)"#;
+        let anon = Principal::anonymous();
+        let run = |model| {
+            let out = install(body, model, true).update("m", &[], anon);
+            let step = u64::from_le_bytes(out.result.clone().expect("replies")[..8].try_into().unwrap());
+            (out, step)
+        };
+        let ((canbench, step_canbench), (ic, step_ic)) = (run(CostModel::Canbench), run(CostModel::Ic));
+        let first = PageCounts { heap_accessed: 2, heap_written: 1, ..Default::default() };
+        let steps = first.plus(&heap(1, 0));
+        assert_eq!(canbench.step_pages, Some(steps));
+        assert_eq!(ic.step_pages, Some(steps));
+        assert_eq!(step_ic, step_canbench + first.fee(true), "the counter includes the fees");
+    }
+}

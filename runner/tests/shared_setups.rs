@@ -3,7 +3,9 @@
 //! canbench runs it on PocketIC: `bench --full-setups`, on threads, with heap tracking) and with
 //! the setups shared (`bench`'s default: one process per group, forked at each setup stage,
 //! without heap tracking), and every result must be the same to the instruction, page and byte:
-//! total, every scope, heap and stable growth, and the reply size the canister reports.
+//! total, every scope, heap and stable growth, and the reply size the canister reports. The
+//! shared run measures both cost models at once (each benchmark's measured part forked under the
+//! ic model); its ic results and page counts must equal a full run's under the ic model alone.
 //!
 //! The sample: the nine users/orders steps at 10,000 orders (one group forked at all five setup
 //! stages), the trie cells at their smallest size on every backend of both canisters (four cells
@@ -20,6 +22,7 @@ use std::sync::Arc;
 use stablebench_grid::cells::{self, Canister, Cell, Op};
 use stablebench_runner::canister::Code;
 use stablebench_runner::instrument::Metering;
+use stablebench_runner::replica::CostModel;
 use stablebench_runner::shared;
 use stablebench_runner::suite::{self, BenchSetup, Run};
 
@@ -66,16 +69,30 @@ fn both_ways(wasm: &str, names: &[String]) -> usize {
     let shared_code = Code::from_file_with_heap_tracking(wasm.as_ref(), Metering::On, false).expect("the wasm loads");
     assert!(full_code.info.tracks_heap && !shared_code.info.tracks_heap);
     let setup = BenchSetup::default();
-    let full = suite::run_named(full_code, &setup, names, false, 2, None, |_| {}).expect("the full run");
+    let full = suite::run_named(Arc::clone(&full_code), &setup, names, false, 2, None, |_| {}).expect("the full run");
+    let full_ic = suite::run_named_in(full_code, &setup, names, false, 2, None, CostModel::Ic, |_| {})
+        .expect("the full run under the ic model");
     let groups = shared::plan(names);
     let sharing = groups.iter().filter(|g| g.benches().count() > 1).count();
-    let shared =
-        shared::run_groups(Arc::clone(&shared_code), &setup, names, &groups, false, 2, |_| {}).expect("the shared run");
+    let shared = shared::run_groups(Arc::clone(&shared_code), &setup, names, &groups, false, 2, true, |_| {})
+        .expect("the shared run");
     assert_eq!(full.len(), names.len());
     assert_eq!(shared.len(), names.len());
-    for (f, s) in full.iter().zip(&shared) {
+    for ((f, s), i) in full.iter().zip(&shared).zip(&full_ic) {
         assert_eq!(f.name, s.name);
         same(f, s);
+        let ic = s.ic.as_ref().unwrap_or_else(|| panic!("{}: no ic result from the shared run", s.name));
+        // The shared run's ic process starts at the first measured step: a scope measured before
+        // it (the trie cells' data-set load, `scopes::SETUP`) holds canbench's figure there.
+        let mut full_ic = stablebench_runner::canbench::copy_result(&i.result);
+        if let Some(setup) = f.result.scopes.get(stablebench_grid::scopes::SETUP) {
+            full_ic.scopes.insert(stablebench_grid::scopes::SETUP.to_string(), setup.clone());
+        }
+        assert_eq!(&full_ic, ic, "{}: the forked ic measurement differs from an ic run's", s.name);
+        assert!(s.pages.is_some(), "{}: no page counts", s.name);
+        assert_eq!(i.pages, s.pages, "{}: the pages differ between the ic run and the shared run", s.name);
+        assert_eq!(f.pages, s.pages, "{}: the pages differ between the canbench runs", s.name);
+        assert!(ic.total.instructions > f.result.total.instructions, "{}: mainnet charges more", s.name);
     }
     sharing
 }
@@ -116,7 +133,7 @@ fn a_benchmark_that_fails_is_reported_as_canbench_reports_it() {
     let names: Vec<String> = vec!["no_such_benchmark".into()];
     let groups = shared::plan(&names);
     let code = Code::new(&wat::parse_str(r#"(module (memory 1) (func (export "f")))"#).unwrap(), Metering::On).unwrap();
-    let err = shared::run_groups(code, &BenchSetup::default(), &names, &groups, false, 2, |_| {})
+    let err = shared::run_groups(code, &BenchSetup::default(), &names, &groups, false, 2, true, |_| {})
         .expect_err("a benchmark the canister does not export fails");
     let text = err.to_string();
     assert!(text.contains("Error executing benchmark no_such_benchmark"), "{text}");

@@ -113,6 +113,7 @@ pub fn reads<S: Schema + ?Sized, P: Probe>(schema: &mut S, tracker: Tracker, pro
     reads.extend(reads.clone().iter().map(|i| i + 1).filter(|i| !indices.contains(i)));
 
     let measure = |f: &mut dyn FnMut() -> Result<()>| -> Result<u64> {
+        probe.message_starts();
         let start = probe.instructions();
         f()?;
         Ok(probe.instructions().saturating_sub(start))

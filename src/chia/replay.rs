@@ -60,6 +60,10 @@ pub fn replay<S: Schema + ?Sized, P: Probe>(
     let mut out = Replay::default();
     let mut open = Chunk::default();
     for block in blocks {
+        if open.blocks == 0 {
+            // A chunk is one message's worth of blocks.
+            probe.message_starts();
+        }
         let t0 = probe.instructions();
         schema.accept_block(&block)?;
         let t1 = probe.instructions();

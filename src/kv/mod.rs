@@ -69,6 +69,11 @@ pub trait Probe {
     fn instructions(&self) -> u64;
     /// Runs `f` as the named phase (a canbench `bench_scope` in the canister).
     fn phase<R>(&self, name: &'static str, f: impl FnOnce() -> R) -> R;
+    /// A timed part that would be a message of its own on the IC starts here, right before its
+    /// first [`Probe::instructions`] read: the benchmark canister tells the offline runner, which
+    /// prices what follows as a new message (the pages it touches are charged afresh; see
+    /// docs/mainnet.md). Nothing natively.
+    fn message_starts(&self) {}
 }
 
 /// The native [`Probe`]: no counter, no scopes.

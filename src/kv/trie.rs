@@ -129,6 +129,7 @@ pub fn read<S: KvStore + ?Sized, P: Probe>(
         warm_up(store, &warmups, "read", iteration)?;
         // Free the previous iteration's values before the timer starts.
         got.clear();
+        probe.message_starts();
         let t0 = probe.instructions();
         for key in &keys {
             got.push(store.get(key)?);
@@ -162,6 +163,7 @@ pub fn write<S: KvStore + ?Sized, P: Probe>(
         }
         warm_up(store, &warmups, "write", iteration)?;
         let (key, value) = data.write_entry(iteration as u64);
+        probe.message_starts();
         let t0 = probe.instructions();
         store.put(&key, &value)?;
         let t1 = probe.instructions();

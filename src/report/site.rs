@@ -55,6 +55,7 @@ pub struct Doc<'a> {
 /// `docs/site/flamegraphs/<benchmark>.svg`), linked from their rows.
 pub fn generate(
     results: &Results,
+    ic: &Results,
     answer: &str,
     docs: &[Doc],
     flamegraphs: &[String],
@@ -68,9 +69,11 @@ pub fn generate(
     let mut body = String::from("<h1>stablebench: databases inside IC canisters, measured</h1>\n");
     let _ = writeln!(
         body,
-        "<p class=\"lead\">Every number is the instructions the replica would count, measured by \
-         <code>{command}</code> on {date} (canbench's accounting; the offline runner reproduces it). \
-         Cycles and USD are derived at the prices in the footer.</p>"
+        "<p class=\"lead\">Every benchmark is measured by <code>{command}</code> on {date} twice: as \
+         mainnet prices it since the IC's memory tracker (80,000 instructions per 64 KiB page a \
+         message accesses, 80,000 more per page it writes; <a href=\"mainnet.html\">what changes</a>), \
+         and as canbench reports it on PocketIC 13, which predates the tracker. Tables lead with \
+         mainnet's figure; cycles, USD and the limits follow from it, at the prices in the footer.</p>"
     );
     body += &markdown_to_html(answer, docs);
     body += "<h2 id=\"workloads\">The workloads</h2>\n<ul class=\"pages\">\n";
@@ -122,16 +125,17 @@ pub fn generate(
             text: super::chart::limits(&format!("{}: every benchmark against the limits", d.title), &points),
         });
         let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
-        body += &benchmark_table(results, d.cells, flamegraphs, "benchmark-table");
+        body += &benchmark_table(results, ic, d.cells, flamegraphs, "benchmark-table");
         files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
     }
 
     let mut body = String::from("<h1>All benchmarks</h1>\n");
     body += "<p>One row per cell of the grid (workload, operation, size, backend, settings). \
              <em>Per call</em> is the instructions of one timed iteration (the total over the \
-             iterations the benchmark repeats, divided by them); the limits, cycles and USD are \
-             those of one such call as an update message.</p>\n";
-    body += &benchmark_table(results, |_| true, flamegraphs, "benchmark-table");
+             iterations the benchmark repeats, divided by them), on mainnet and as canbench \
+             reports it; the limits, cycles and USD are those of one such call on mainnet as an \
+             update message. <em>Pages</em>: the 64 KiB pages one call accessed and wrote.</p>\n";
+    body += &benchmark_table(results, ic, |_| true, flamegraphs, "benchmark-table");
     files.push(File {
         name: "benchmarks.html".into(),
         text: page("All benchmarks", &nav, &body, &footer, Assets::Linked),
@@ -196,7 +200,13 @@ fn page(title: &str, nav: &str, body: &str, footer: &str, assets: Assets) -> Str
 }
 
 /// The table of the benchmarks `pick` selects, with a filter form above it (`filter.js`).
-fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[String], id: &str) -> String {
+fn benchmark_table(
+    results: &Results,
+    ic: &Results,
+    pick: fn(&Cell) -> bool,
+    flamegraphs: &[String],
+    id: &str,
+) -> String {
     let rows: Vec<(&Cell, &Measurement)> =
         results.iter().filter(|(c, _)| pick(c)).map(|(c, r)| (c, &r.total)).collect();
     let mut choices: [Vec<String>; 4] = Default::default();
@@ -219,14 +229,17 @@ fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[St
     let _ = writeln!(
         t,
         "<table class=\"benchmarks\" id=\"{id}\">\n<thead><tr><th>benchmark</th><th>workload</th><th>backend</th>\
-         <th>size</th><th>settings</th><th class=\"n\">instructions</th><th class=\"n\">calls</th>\
-         <th class=\"n\">per call</th><th class=\"n\">heap MiB</th><th class=\"n\">stable MiB</th>\
+         <th>size</th><th>settings</th><th class=\"n\">mainnet per call</th><th class=\"n\">canbench per call</th>\
+         <th class=\"n\">instructions</th><th class=\"n\">calls</th><th class=\"n\">heap MiB</th><th class=\"n\">stable MiB</th>\
          <th class=\"n\">cycles per call</th><th class=\"n\">USD per call</th><th>fits</th><th>flamegraph</th></tr></thead>\n<tbody>"
     );
     for (c, m) in rows {
         let [workload, backend, size, settings] = facets(c);
         let calls = m.calls.max(1);
-        let per_call = per_call(m);
+        let canbench_per_call = per_call(m);
+        // Mainnet's figure where it was measured (the limits, cycles and USD follow from it).
+        let mainnet = ic.get(c).map(|r| per_call(&r.total));
+        let per_call = mainnet.unwrap_or(canbench_per_call);
         let cycles = prices::update_cycles(per_call);
         let heap_bytes = m.heap_increase * stablebench_grid::ic::WASM_PAGE_BYTES;
         let fits = match (per_call <= QUERY_INSTRUCTION_LIMIT, per_call <= UPDATE_INSTRUCTION_LIMIT) {
@@ -249,7 +262,8 @@ fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[St
             t,
             "<tr data-workload=\"{w}\" data-backend=\"{b}\" data-size=\"{s}\" data-settings=\"{p}\" data-name=\"{name}\">\
              <td><code>{name}</code></td><td>{w}</td><td>{b}</td><td>{s}</td><td>{p}</td>\
-             <td class=\"n\" title=\"{exact}\">{total}</td><td class=\"n\">{calls}</td><td class=\"n\">{per}</td>\
+             <td class=\"n\">{mainnet}</td><td class=\"n\">{per}</td>\
+             <td class=\"n\" title=\"{exact}\">{total}</td><td class=\"n\">{calls}</td>\
              <td class=\"n\">{heap}</td><td class=\"n\">{stable}</td><td class=\"n\">{cycles}</td>\
              <td class=\"n\">{usd:.6}</td><td>{fits}</td><td>{flame}</td></tr>",
             w = esc(&workload),
@@ -259,7 +273,8 @@ fn benchmark_table(results: &Results, pick: fn(&Cell) -> bool, flamegraphs: &[St
             exact = grouped(m.instructions),
             total = human(m.instructions),
             calls = grouped(calls),
-            per = human(per_call),
+            mainnet = mainnet.map_or("–".into(), human),
+            per = human(canbench_per_call),
             heap = mib(m.heap_increase),
             stable = mib(m.stable_memory_increase),
             cycles = grouped(cycles),

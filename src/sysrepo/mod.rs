@@ -617,6 +617,7 @@ pub fn run_from_stage<S: Store + ?Sized, P: Probe>(
         }
         let mut item = None;
         let mut oper_reply = Vec::new();
+        probe.message_starts();
         let start = probe.instructions();
         // The timed part; what it returns is checked after the timer stops.
         let got: Option<Tree> = match test {

@@ -13,7 +13,7 @@ use stablebench::kv::sqlite::Layout;
 use stablebench_grid::cells::{self, Cell, Op, SWITCHED_CELL_PREFIX};
 use stablebench_grid::live::Oracle;
 
-use crate::measure::{measure_nodestore, measure_trie, setup_stage, trie_setup, verdict, Measured};
+use crate::measure::{measure_nodestore, measure_trie, message_starts, setup_stage, trie_setup, verdict, Measured};
 use crate::store::{self, VfsKv};
 
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
@@ -77,6 +77,7 @@ fn fresh_store(cell: &Cell) -> VfsKv {
 /// The users/orders step `bench` on the database its setup built at `sizes`, checked afterwards.
 fn measure_users_orders(bench: Bench, sizes: Sizes) -> Measured {
     let mut output = None;
+    message_starts();
     let result = bench_fn(|| output = Some(store::write_own_transactions(|conn| bench.run(conn, sizes))));
     let output = output.expect("bench_fn ran the step").map_err(|e| e.to_string())?;
     let checked =

@@ -1,0 +1,352 @@
+//! What the benchmarks cost on mainnet: the grid measured under the runner's `ic` cost model
+//! (the IC's deterministic memory tracker since August 2026: 80,000 instructions per 64 KiB Wasm
+//! page a message accesses, 80,000 more per page it writes) beside canbench's figures, from
+//! `mainnet_results.yml` and `canbench_results.yml` (and their `vfs/` twins), to
+//! `docs/mainnet.md` and the README's mainnet summary. Every answer the other reports give is
+//! computed twice, by the same code, once from each file; the table of answers lists both.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+use stablebench_grid::cells::{Backend, Cell, BACKENDS, DB_WEIGHT_SIZE, SYSREPO_BACKENDS, TRIE_OPS};
+use stablebench_grid::grouped;
+use stablebench_grid::profiles::DEFAULT;
+use stablebench_grid::sysrepo::{SIZES as SYSREPO_SIZES, TESTS};
+use stablebench_grid::users_orders::{Sizes, BENCHES};
+
+use super::results::Results;
+use super::{kv, sysrepo, Measured};
+
+/// The 64 KiB Wasm pages a benchmark's measured steps touched, as `mainnet_results.yml` records
+/// them (summed over the steps: a trie cell's 50 iterations, a sysrepo cell's tries).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Pages {
+    /// Heap pages accessed.
+    pub heap_accessed: u64,
+    /// Heap pages written.
+    pub heap_written: u64,
+    /// Stable pages accessed.
+    pub stable_accessed: u64,
+    /// Stable pages written.
+    pub stable_written: u64,
+}
+
+impl Pages {
+    /// Pages accessed, heap and stable.
+    pub fn accessed(&self) -> u64 {
+        self.heap_accessed + self.stable_accessed
+    }
+    /// Pages written, heap and stable.
+    pub fn written(&self) -> u64 {
+        self.heap_written + self.stable_written
+    }
+}
+
+/// The page counts of a mainnet results file, by benchmark name.
+pub fn pages_of(text: &str) -> Result<BTreeMap<String, Pages>, String> {
+    let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("mainnet_results.yml: {e}"))?;
+    let benches = yml["benches"].as_mapping().ok_or("mainnet_results.yml has no `benches` map")?;
+    let mut out = BTreeMap::new();
+    for (name, b) in benches {
+        let name = name.as_str().ok_or("mainnet_results.yml: a bench name is not a string")?;
+        let p = &b["pages"];
+        let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {name}: no pages.{k}"));
+        let pages = Pages {
+            heap_accessed: n("heap_accessed")?,
+            heap_written: n("heap_written")?,
+            stable_accessed: n("stable_accessed")?,
+            stable_written: n("stable_written")?,
+        };
+        out.insert(name.to_string(), pages);
+    }
+    Ok(out)
+}
+
+/// The totals as the pragma guide's report reads them ([`super::generate`]).
+pub fn measured(results: &Results) -> BTreeMap<String, Measured> {
+    results
+        .iter()
+        .map(|(cell, r)| {
+            let m = Measured {
+                instructions: r.total.instructions,
+                heap_increase: r.total.heap_increase,
+                stable_memory_increase: r.total.stable_memory_increase,
+            };
+            (cell.name(), m)
+        })
+        .collect()
+}
+
+/// One answer of the reports, as each model gives it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The question.
+    pub question: String,
+    /// The answer from canbench's figures.
+    pub canbench: String,
+    /// The answer from mainnet's.
+    pub mainnet: String,
+}
+
+/// The name of the cheapest of `options` (with its figure), if any was measured.
+fn cheapest(options: impl Iterator<Item = (Backend, Option<f64>)>) -> String {
+    options
+        .filter_map(|(b, v)| v.map(|v| (b, v)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or("not measured".into(), |(b, v)| format!("{} ({})", b.name(), grouped(v.round() as u64)))
+}
+
+/// The answers the reports give, computed from `results`, in [`answers`] order.
+fn answers_of(results: &Results) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let standings = super::standings(&measured(results));
+    let best =
+        standings.iter().find(|s| super::qualifies(s)).map_or("none".to_string(), |s| s.profile.name.to_string());
+    out.push(("Recommended pragma profile (the fastest qualifying one over the nine users/orders steps)".into(), best));
+    for op in TRIE_OPS {
+        let q = format!(
+            "Cheapest backend per {} at {} keys (w_avg, instructions)",
+            kv::op_title(op).to_lowercase(),
+            grouped(DB_WEIGHT_SIZE)
+        );
+        out.push((q, cheapest(BACKENDS.into_iter().map(|b| (b, kv::w_avg_per_op(results, op, DB_WEIGHT_SIZE, b))))));
+    }
+    let size = SYSREPO_SIZES.iter().copied().max().unwrap_or(0);
+    for test in TESTS {
+        let fresh = false;
+        let q = format!("Cheapest sysrepo backend for `{}` at {} items (mean per try)", test.name(), grouped(size));
+        let options = SYSREPO_BACKENDS.into_iter().map(|b| (b, sysrepo::mean_per_try(results, test, fresh, size, b)));
+        out.push((q, cheapest(options)));
+    }
+    out
+}
+
+impl Answer {
+    /// Whether the models choose differently (the figures beside a choice aside).
+    pub fn changed(&self) -> bool {
+        let choice = |s: &str| s.split(" (").next().unwrap_or(s).to_string();
+        choice(&self.canbench) != choice(&self.mainnet)
+    }
+}
+
+/// Each answer under both models.
+pub fn answers(canbench: &Results, ic: &Results) -> Vec<Answer> {
+    answers_of(canbench)
+        .into_iter()
+        .zip(answers_of(ic))
+        .map(|((question, canbench), (_, mainnet))| Answer { question, canbench, mainnet })
+        .collect()
+}
+
+/// What `generate` writes.
+#[derive(Clone, Debug)]
+pub struct MainnetReport {
+    /// `docs/mainnet.md`.
+    pub markdown: String,
+    /// The README's summary (between `<!-- mainnet-summary -->` markers).
+    pub readme: String,
+}
+
+/// One row of the per-call table: a cell, its instructions per call in each model and its pages
+/// per call.
+struct Row {
+    what: String,
+    calls: u64,
+    canbench: u64,
+    mainnet: u64,
+    pages: Option<Pages>,
+}
+
+fn row(cell: &Cell, canbench: &Results, ic: &Results, pages: &BTreeMap<String, Pages>) -> Option<Row> {
+    let (c, i) = (canbench.get(cell)?, ic.get(cell)?);
+    Some(Row {
+        what: format!("`{}`", cell.name()),
+        calls: c.total.calls.max(1),
+        canbench: c.total.instructions,
+        mainnet: i.total.instructions,
+        pages: pages.get(&cell.name()).copied(),
+    })
+}
+
+fn per_call_table(rows: &[Row]) -> String {
+    let mut t = String::from(
+        "| benchmark | canbench per call | mainnet per call | mainnet / canbench | pages accessed / written per call |\n|---|--:|--:|--:|--:|\n",
+    );
+    for r in rows {
+        let per = |v: u64| grouped(v / r.calls);
+        let pages = r.pages.map_or("–".into(), |p| {
+            let f = |v: u64| {
+                if r.calls == 1 {
+                    grouped(v)
+                } else {
+                    format!("{:.1}", v as f64 / r.calls as f64)
+                }
+            };
+            format!("{} / {}", f(p.accessed()), f(p.written()))
+        });
+        let _ = writeln!(
+            t,
+            "| {} | {} | {} | {:.1}× | {pages} |",
+            r.what,
+            per(r.canbench),
+            per(r.mainnet),
+            r.mainnet as f64 / r.canbench.max(1) as f64
+        );
+    }
+    t
+}
+
+fn answers_table(answers: &[Answer]) -> String {
+    let mut t = String::from(
+        "| question | canbench (PocketIC 13) | mainnet (since the memory tracker) | |\n|---|---|---|---|\n",
+    );
+    for a in answers {
+        let verdict = if a.changed() { "**changed**" } else { "same" };
+        let _ = writeln!(t, "| {} | {} | {} | {verdict} |", a.question, a.canbench, a.mainnet);
+    }
+    t
+}
+
+/// `docs/mainnet.md` and the README's summary from the two models' results.
+pub fn generate(
+    canbench: &Results,
+    ic: &Results,
+    pages: &BTreeMap<String, Pages>,
+    command: &str,
+    date: &str,
+) -> MainnetReport {
+    let answers = answers(canbench, ic);
+    let kv_rows: Vec<Row> = TRIE_OPS
+        .into_iter()
+        .flat_map(|op| BACKENDS.into_iter().map(move |b| (op, b)))
+        .filter_map(|(op, b)| {
+            let (cell, _) = canbench.find(op, DB_WEIGHT_SIZE, b)?;
+            row(cell, canbench, ic, pages)
+        })
+        .collect();
+    let uo_rows: Vec<Row> = BENCHES
+        .into_iter()
+        .filter_map(|b| {
+            row(&Cell::users_orders_at(b, Sizes::REFERENCE.orders, Backend::Sqlite, DEFAULT), canbench, ic, pages)
+        })
+        .collect();
+    let changed = answers.iter().filter(|a| a.changed()).count();
+    let ratios: Vec<f64> = canbench
+        .iter()
+        .filter_map(|(cell, c)| Some(ic.get(cell)?.total.instructions as f64 / c.total.instructions.max(1) as f64))
+        .collect();
+    let (lo, hi) = ratios.iter().fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    let n_cells = ratios.len();
+
+    let mut md = String::new();
+    let _ = writeln!(md, "# What the benchmarks cost on mainnet\n");
+    let _ = writeln!(
+        md,
+        "Generated by `scripts/report.sh` from `mainnet_results.yml` and `canbench_results.yml` (and \
+         their `vfs/` twins), both written by one run of `{command}` with the offline runner on {date}.\n"
+    );
+    let _ = writeln!(
+        md,
+        "**Why two figures.** Since August 2026 the IC charges for the memory a message touches: the \
+         deterministic memory tracker (dfinity/ic #10789) takes 80,000 instructions for each 64 KiB \
+         Wasm page of heap or stable memory a message first accesses, and 80,000 more for each page \
+         it first writes, during the execution (so `performance_counter`, canbench-rs and the \
+         instruction limits all see it). canbench 0.7 runs PocketIC 13, whose replica predates the \
+         tracker: its figures leave these charges out. The rules, with their sources and what is \
+         settled by code or only by pull-request text, are in [sources.md](sources.md#the-memory-tracker-what-mainnet-charges-since-august-2026-runnersrcreplicars-memory_tracker).\n"
+    );
+    let _ = writeln!(
+        md,
+        "**How it is measured.** The runner runs each benchmark's setup once; where the measured \
+         part starts it forks, and the copy goes on under the `ic` cost model while the original \
+         goes on under canbench's (`--cost-model both`, the default of `scripts/bench.sh`). A \
+         workload marks each timed part that would be a message of its own on the IC (a \
+         users/orders step; each of a trie cell's 50 iterations; each sysrepo try; each Chia chunk \
+         and lookup batch; `Probe::message_starts`): the tracker starts afresh there, as in a new \
+         message, so a page the setup or an earlier iteration touched is charged again. Each part \
+         is priced as an update (queries pay for accesses only: subtract the written pages' \
+         80,000 each). Both runs must touch the same pages, or the benchmark fails. The page \
+         counts are the same in both models; canbench cannot report them. A users/orders step is \
+         one timed interval, so its mainnet figure is derived instead of measured twice: \
+         canbench's, plus the fees of the pages the step touched, minus canbench's 1,000 per 4 KiB \
+         stable page written (`runner/tests/shared_setups.rs` checks the derived figures against \
+         a run under the `ic` model alone). A scope measured before the first timed part (the \
+         trie cells' `setup`, the data set's load) keeps canbench's figure in both files.\n"
+    );
+    let _ = writeln!(
+        md,
+        "Over the {n_cells} benchmarks measured both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
+         canbench's. {changed} of the {} answers below change.\n",
+        answers.len()
+    );
+    let _ = writeln!(md, "## The answers, under each model\n");
+    md += &answers_table(&answers);
+    let _ = writeln!(md, "\n## One operation per call: key-value stores at {} keys\n", grouped(DB_WEIGHT_SIZE));
+    let _ = writeln!(
+        md,
+        "The trie cells' 50 iterations, each a message of its own on mainnet (per call: the total \
+         over the iterations divided by 50; the DbWeight tables use the trimmed mean, w_avg).\n"
+    );
+    md += &per_call_table(&kv_rows);
+    let _ = writeln!(
+        md,
+        "\n## Bulk steps: users/orders at {} orders, profile `{}`\n",
+        grouped(Sizes::REFERENCE.orders),
+        DEFAULT.name
+    );
+    md += &per_call_table(&uo_rows);
+    let _ = writeln!(md, "\n## Re-derived under mainnet's figures\n");
+    let _ = writeln!(
+        md,
+        "The same code that writes the README's tables, run on `mainnet_results.yml`: compare with \
+         the README's canbench versions.\n"
+    );
+    let kv_ic = kv::generate(ic, &|_| None, command, date);
+    let _ = writeln!(md, "### IC DbWeight\n\n{}", kv_ic.readme_dbweight);
+    let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", kv_ic.patterns);
+    let rep_ic = super::generate(&measured(ic), command, date);
+    let _ = writeln!(md, "### Pragma profiles\n\n{}", rep_ic.readme_profiles);
+    let sys_ic = sysrepo::generate(ic, command, date);
+    let _ = writeln!(md, "### sysrepo\n\n{}", sys_ic.readme);
+    let vfs_ic = super::vfs::generate(ic, command, date);
+    let _ = writeln!(md, "### ic-rusqlite against ic-sqlite-vfs\n\n{}", vfs_ic.readme);
+    let scaling_ic = super::scaling::generate(ic, command, date);
+    let _ = writeln!(md, "### Scaling\n\n{}", scaling_ic.readme);
+
+    let mut readme = String::new();
+    let _ = writeln!(
+        readme,
+        "Mainnet has charged since August 2026 for each 64 KiB page a message touches (80,000 \
+         instructions per page accessed, 80,000 more per page written); canbench's PocketIC does \
+         not. Measured both ways ({date}), mainnet's figure is {lo:.2}× to {hi:.0}× canbench's, \
+         and {changed} of {} answers change ([docs/mainnet.md](docs/mainnet.md)):\n",
+        answers.len()
+    );
+    // The README: the pragma and key-value answers (the sysrepo ones are in docs/mainnet.md).
+    readme += &answers_table(&answers[..1 + TRIE_OPS.len()]);
+    let _ = writeln!(readme);
+    readme += &per_call_table(&kv_rows);
+    MainnetReport { markdown: md, readme }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn page_counts_are_read_by_name_and_a_missing_field_is_an_error() {
+        let text = "model: ic\nbenches:\n  a:\n    pages: {heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0}\n    total: {calls: 1, instructions: 5, heap_increase: 0, stable_memory_increase: 0}\n    scopes: {}\n";
+        let pages = pages_of(text).unwrap();
+        assert_eq!(pages["a"], Pages { heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0 });
+        assert_eq!(pages["a"].accessed(), 4);
+        assert!(pages_of("benches:\n  a:\n    pages: {heap_accessed: 3}\n").is_err());
+    }
+
+    #[test]
+    fn the_cheapest_option_is_named_with_its_figure_and_gaps_are_skipped() {
+        let options =
+            [(Backend::Sqlite, Some(3.0)), (Backend::StableBTreeMap, None), (Backend::HeapBTreeMap, Some(2.4))];
+        assert_eq!(cheapest(options.into_iter()), format!("{} (2)", Backend::HeapBTreeMap.name()));
+        assert_eq!(cheapest(std::iter::empty()), "not measured");
+    }
+}
