@@ -79,6 +79,8 @@ pub struct Options {
     /// Which replica's charges apply (the `ic` model needs code that tracks the pages it
     /// touches: [`Code::new`] does).
     pub cost_model: CostModel,
+    /// Where the ic model starts in a benchmark query.
+    pub ic_from: host::IcFrom,
 }
 
 impl Default for Options {
@@ -91,6 +93,7 @@ impl Default for Options {
             wasm_memory_limit: replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES,
             env_vars: Vec::new(),
             cost_model: CostModel::Canbench,
+            ic_from: host::IcFrom::Start,
         }
     }
 }
@@ -104,6 +107,7 @@ impl Options {
         host.env_vars = self.env_vars.clone();
         host.env_vars.sort();
         host.model = self.cost_model;
+        host.ic_from = self.ic_from;
         host
     }
 }
@@ -167,7 +171,8 @@ pub struct Outcome {
     /// Wall-clock time of the execution.
     pub wall: Duration,
     /// The 64 KiB Wasm pages the message's executions touched (each execution counts its own,
-    /// as the replica's tracker does; summed over them), if the code tracks them.
+    /// as the replica's tracker does; summed over them), if the code tracks them. In a benchmark
+    /// query, the pages since its last measured step started (each step starts counting afresh).
     pub pages: PageCounts,
     /// The pages of a benchmark's measured steps ([`host::Measure::pages`]).
     pub step_pages: Option<PageCounts>,
@@ -928,6 +933,11 @@ impl Canister {
                     // here: its process has only this thread, and nothing to go back to.
                     if let Some(hook) = store.data_mut().forked.take() {
                         let out_of_instructions = flag.get(&mut *store).unwrap_i32() == 1;
+                        // The fees of the pages touched since the last counter read, as below.
+                        let r = match (r, host::collect_pages(&mut *store)) {
+                            (Ok(()), left) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
+                            (r, _) => r,
+                        };
                         let trap = r.as_ref().err().map(|e| to_trap(e, out_of_instructions).to_string());
                         let h = store.data_mut();
                         hook.finish(host::ExecutionEnd {
@@ -1207,6 +1217,7 @@ impl Canister {
             wasm_memory_limit: state.wasm_memory_limit,
             env_vars: state.env_vars,
             cost_model: state.cost_model,
+            ic_from: host::IcFrom::Start,
         };
         let mut host = opts.host();
         host.cycles = state.cycles;

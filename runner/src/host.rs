@@ -410,6 +410,8 @@ pub struct Host {
     heap_pages: PageState,
     /// The measured step's bookkeeping (see [`Measure`]).
     pub measure: Measure,
+    /// Where the ic model starts (see [`IcFrom`]).
+    pub ic_from: IcFrom,
 }
 
 /// The maps of a module that tracks the heap Wasm pages it touches (`instrument`, "Pages
@@ -526,6 +528,19 @@ pub struct Measure {
     pub as_update: bool,
 }
 
+/// Where the ic cost model starts in a benchmark query: from the start of the execution, or at
+/// its first measured step (what `stablebench-runner bench --cost-model ic` does, so that what
+/// runs before the steps, such as a scope measuring the setup, keeps canbench's figure, as in a
+/// run under both models).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum IcFrom {
+    /// The model in force applies from the start.
+    #[default]
+    Start,
+    /// Canbench's model until the first measured step, the ic model from there on.
+    FirstStep,
+}
+
 impl Measure {
     /// The pages of all steps, summed; `None` if no step was marked.
     pub fn pages(&self) -> Option<PageCounts> {
@@ -609,6 +624,7 @@ impl Host {
             pages: None,
             heap_pages: PageState::default(),
             measure: Measure::default(),
+            ic_from: IcFrom::Start,
         }
     }
 
@@ -642,6 +658,10 @@ impl Host {
     pub fn begin(&mut self, msg: Message) {
         self.stable.begin(msg.kind);
         self.measure = Measure::default();
+        if self.ic_from == IcFrom::FirstStep {
+            // The previous query's first step switched to the ic model: each starts afresh.
+            self.model = CostModel::Canbench;
+        }
         self.msg = msg;
         self.output.clear();
         self.log = ExecutionLog::default();
@@ -670,6 +690,7 @@ impl Host {
         h.print_output = self.print_output;
         h.stable = StableMemory::from_bytes(self.stable.bytes.clone());
         h.model = self.model;
+        h.ic_from = self.ic_from;
         h
     }
 }
@@ -798,6 +819,12 @@ pub fn collect_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> i6
 pub fn restart_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) {
     let mut store = store.as_context_mut();
     collect_pages(&mut store);
+    // Marks past the heap (an access that trapped, a range that wrapped around) are never
+    // collected: clear the whole maps, so that a later, larger heap does not find them.
+    if let Some(maps) = store.data().pages {
+        maps.read.data_mut(&mut store).fill(0);
+        maps.written.data_mut(&mut store).fill(0);
+    }
     store.data_mut().heap_pages.clear();
     store.data_mut().stable.restart_pages();
 }
@@ -845,7 +872,9 @@ fn measure_read(c: &mut Caller<'_, Host>) -> HostResult<()> {
         c.data_mut().measure.armed = false;
         let first = c.data().measure.steps.is_empty();
         let ic = first && {
-            if let Some(hook) = c.data_mut().forked.as_mut() {
+            if c.data().ic_from == IcFrom::FirstStep {
+                true
+            } else if let Some(hook) = c.data_mut().forked.as_mut() {
                 hook.measuring()
             } else if let Some(mut hook) = c.data_mut().stage_hook.take() {
                 let ic = hook.measuring();
@@ -1264,6 +1293,16 @@ fn add_time(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     Ok(())
 }
 
+/// What `debug_print` and `trap` print of a heap range: nothing if it is out of bounds (they
+/// never trap on that), but an instruction-limit trap from its pages' fees stands.
+fn printable(read: HostResult<Vec<u8>>) -> HostResult<Vec<u8>> {
+    match read {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if matches!(e.downcast_ref::<Trap>(), Some(Trap::HeapOutOfBounds)) => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}
+
 fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap("ic0", "debug_print", |mut c: Caller<'_, Host>, src: i32, size: i32| -> HostResult<()> {
         let size = size as u32 as u64;
@@ -1272,7 +1311,7 @@ fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         charge(&mut c, fee)?;
         c.data_mut().log.add(size);
         // Never traps, even out of bounds.
-        let text = read_heap(&mut c, src as u32 as u64, size).unwrap_or_default();
+        let text = printable(read_heap(&mut c, src as u32 as u64, size))?;
         let line = String::from_utf8_lossy(&text).into_owned();
         if c.data().print_output {
             eprintln!("[canister] {line}");
@@ -1289,7 +1328,7 @@ fn add_logging(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         let size = size as u32 as u64;
         let fee = fee::SYSTEM_CALL + size + log::charge_bytes(size, c.data().log.remaining());
         charge(&mut c, fee)?;
-        let text = read_heap(&mut c, src as u32 as u64, size).unwrap_or_default();
+        let text = printable(read_heap(&mut c, src as u32 as u64, size))?;
         trap(Trap::Canister(String::from_utf8_lossy(&text).into_owned()))
     })?;
     Ok(())

@@ -527,7 +527,11 @@ fn read_outcome(dir: &Path, bench: usize, name: &str, both: bool, one_step: bool
         Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
-    let ic = if both && one_step {
+    let ic = if both && outcome.pages.is_none() {
+        // The benchmark marks no measured step (`MEASURE_LINE`): a canbench canister of another
+        // project. Nothing was measured under ic.
+        None
+    } else if both && one_step {
         let pages = outcome.pages.unwrap_or_default();
         match crate::suite::derive_ic(&result, &pages, outcome.stable_fee_pages) {
             Some(r) => Some(r),

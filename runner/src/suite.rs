@@ -235,8 +235,14 @@ pub fn bench_options(setup: &BenchSetup, print_output: bool) -> Options {
 
 /// [`bench_options`] under cost model `model`.
 pub fn bench_options_in(setup: &BenchSetup, print_output: bool, model: CostModel) -> Options {
+    // Under ic, canbench's model until the first measured step, as in a run under both.
+    let (cost_model, ic_from) = match model {
+        CostModel::Canbench => (CostModel::Canbench, crate::host::IcFrom::Start),
+        CostModel::Ic => (CostModel::Canbench, crate::host::IcFrom::FirstStep),
+    };
     Options {
-        cost_model: model,
+        cost_model,
+        ic_from,
         limits: Limits::BENCHMARK,
         controllers: vec![crate::replica::pocket_ic::bench_controller()],
         print_output,
@@ -492,7 +498,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     // Shared setups run each benchmark in a process of its own, where nothing is undone: the code
     // needs no heap tracking there.
     let shared = cfg!(unix) && !args.full_setups && !args.profile;
-    let choice = args.cost_model.unwrap_or(if shared { ModelChoice::Both } else { ModelChoice::Canbench });
+    let choice =
+        args.cost_model.unwrap_or(if shared && !args.no_metering { ModelChoice::Both } else { ModelChoice::Canbench });
     if choice == ModelChoice::Both && !shared {
         bail!("--cost-model both runs the measured steps twice from shared setups: not with --full-setups or --profile (run --cost-model canbench and ic one after the other)");
     }
@@ -744,7 +751,7 @@ pub fn limits_table(
     let w = runs.iter().map(|r| r.name.len()).chain([9]).max().unwrap_or(9);
     let mainnet = runs.iter().any(|r| r.ic.is_some());
     let mut t = String::from(if mainnet {
-        "Production limits (measured step only; instructions, not cycles; \"mainnet\" is the ic cost model, which the limits are judged by; pages: 64 KiB Wasm pages accessed/written, heap + stable):\n"
+        "Production limits (measured step only; instructions, not cycles; \"mainnet\" is the ic cost model, which the limits are judged by; pages: 64 KiB Wasm pages accessed/written per call, heap + stable):\n"
     } else {
         "Production limits (measured step only; instructions, not cycles):\n"
     });
@@ -781,7 +788,11 @@ pub fn limits_table(
             None => ("-".into(), "-".into()),
         };
         let cols = if mainnet {
-            let pages = r.pages.map_or("-".to_string(), |p| format!("{}/{}", p.accessed(), p.written()));
+            let calls = r.result.total.calls.max(1);
+            let pages = r.pages.map_or("-".to_string(), |p| match calls {
+                1 => format!("{}/{}", p.accessed(), p.written()),
+                n => format!("{:.1}/{:.1}", p.accessed() as f64 / n as f64, p.written() as f64 / n as f64),
+            });
             let ic = r.ic.as_ref().map_or("-".to_string(), |ic| canbench::fmt_block_value(per_call(&ic.total)));
             format!(" {ic:>14} | {pages:>13} |")
         } else {

@@ -82,13 +82,7 @@ fn both_ways(wasm: &str, names: &[String]) -> usize {
         assert_eq!(f.name, s.name);
         same(f, s);
         let ic = s.ic.as_ref().unwrap_or_else(|| panic!("{}: no ic result from the shared run", s.name));
-        // The shared run's ic process starts at the first measured step: a scope measured before
-        // it (the trie cells' data-set load, `scopes::SETUP`) holds canbench's figure there.
-        let mut full_ic = stablebench_runner::canbench::copy_result(&i.result);
-        if let Some(setup) = f.result.scopes.get(stablebench_grid::scopes::SETUP) {
-            full_ic.scopes.insert(stablebench_grid::scopes::SETUP.to_string(), setup.clone());
-        }
-        assert_eq!(&full_ic, ic, "{}: the forked ic measurement differs from an ic run's", s.name);
+        assert_eq!(&i.result, ic, "{}: the forked ic measurement differs from an ic run's", s.name);
         assert!(s.pages.is_some(), "{}: no page counts", s.name);
         assert_eq!(i.pages, s.pages, "{}: the pages differ between the ic run and the shared run", s.name);
         assert_eq!(f.pages, s.pages, "{}: the pages differ between the canbench runs", s.name);
