@@ -965,11 +965,7 @@ impl Canister {
             r => r,
         };
         let pages = host::page_counts(&mut self.store);
-        let t = &mut self.touched.0;
-        (t.heap_accessed, t.heap_written) =
-            (t.heap_accessed + pages.heap_accessed, t.heap_written + pages.heap_written);
-        (t.stable_accessed, t.stable_written) =
-            (t.stable_accessed + pages.stable_accessed, t.stable_written + pages.stable_written);
+        self.touched.0 = self.touched.0.plus(&pages);
         let m = &self.store.data().measure;
         if let Some(steps) = m.pages() {
             self.touched.1 = Some((steps, m.stable_fee_pages()));

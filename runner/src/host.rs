@@ -518,11 +518,8 @@ impl PageCounts {
 pub struct Measure {
     /// The line was printed; a step starts at the next counter read.
     armed: bool,
-    /// Pages per step, up to its last counter read so far.
-    pub steps: Vec<PageCounts>,
-    /// Per step, the 4 KiB stable pages the canbench model charged its write fee for: at its
-    /// start, and up to its last counter read (`StableMemory::dirtied`).
-    pub dirtied: Vec<(u64, u64)>,
+    /// The steps so far, each up to its last counter read.
+    steps: Vec<Step>,
     /// In the process that measures the steps under the ic model: each is priced as an update
     /// (every first write charged), whatever the benchmark's own message kind.
     pub as_update: bool,
@@ -541,15 +538,24 @@ pub enum IcFrom {
     FirstStep,
 }
 
+/// One measured step: its pages, and the 4 KiB stable pages the canbench model had charged its
+/// write fee for (`StableMemory::dirtied`) at its start and at its last counter read.
+#[derive(Clone, Copy, Debug, Default)]
+struct Step {
+    pages: PageCounts,
+    dirtied_at_start: u64,
+    dirtied: u64,
+}
+
 impl Measure {
     /// The pages of all steps, summed; `None` if no step was marked.
     pub fn pages(&self) -> Option<PageCounts> {
-        (!self.steps.is_empty()).then(|| self.steps.iter().fold(PageCounts::default(), |a, b| a.plus(b)))
+        (!self.steps.is_empty()).then(|| self.steps.iter().fold(PageCounts::default(), |a, s| a.plus(&s.pages)))
     }
 
     /// The 4 KiB stable pages whose canbench write fee ([`DIRTY_PAGE_FEE`]) the steps paid.
     pub fn stable_fee_pages(&self) -> u64 {
-        self.dirtied.iter().map(|(start, end)| end - start).sum()
+        self.steps.iter().map(|s| s.dirtied - s.dirtied_at_start).sum()
     }
 }
 
@@ -896,9 +902,9 @@ fn measure_read(c: &mut Caller<'_, Host>) -> HostResult<()> {
         // Each step is priced as an update, whatever the benchmark's own message kind.
         c.data_mut().measure.as_update = true;
         restart_pages(c);
-        c.data_mut().measure.steps.push(PageCounts::default());
         let dirtied = c.data().stable.dirtied;
-        c.data_mut().measure.dirtied.push((dirtied, dirtied));
+        let step = Step { pages: PageCounts::default(), dirtied_at_start: dirtied, dirtied };
+        c.data_mut().measure.steps.push(step);
     }
     Ok(())
 }
@@ -1250,13 +1256,9 @@ fn add_status(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         crate::profile::mark(c.data_mut(), counter);
         let value = executed(c.data().limit, counter);
         if kind == 0 && !c.data().measure.steps.is_empty() {
-            let pages = page_counts(&mut c);
+            let (pages, dirtied) = (page_counts(&mut c), c.data().stable.dirtied);
             if let Some(step) = c.data_mut().measure.steps.last_mut() {
-                *step = pages;
-            }
-            let dirtied = c.data().stable.dirtied;
-            if let Some((_, end)) = c.data_mut().measure.dirtied.last_mut() {
-                *end = dirtied;
+                (step.pages, step.dirtied) = (pages, dirtied);
             }
         }
         Ok(value as i64)

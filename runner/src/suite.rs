@@ -118,7 +118,7 @@ pub struct MainnetResults {
 }
 
 /// One benchmark under the ic cost model.
-#[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MainnetBench {
     /// The 64 KiB Wasm pages its measured steps touched (the same in both models).
     pub pages: PageCounts,
@@ -126,6 +126,13 @@ pub struct MainnetBench {
     pub total: crate::canbench::Measurement,
     /// Its scopes, likewise.
     pub scopes: BTreeMap<String, crate::canbench::Measurement>,
+}
+
+impl MainnetBench {
+    /// Its figures as canbench-rs's result (what the blocks and checks compare).
+    pub fn result(&self) -> BenchResult {
+        BenchResult { total: self.total.clone(), scopes: self.scopes.clone() }
+    }
 }
 
 /// What `mainnet_results.yml` says its figures are.
@@ -530,10 +537,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let show_results = !args.hide_results;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     // Under ic alone, the printed blocks are the ic figures (against the mainnet file).
-    let old_ic: BTreeMap<String, BenchResult> = old_mainnet
-        .iter()
-        .map(|(n, b)| (n.clone(), BenchResult { total: b.total.clone(), scopes: b.scopes.clone() }))
-        .collect();
+    let old_ic: BTreeMap<String, BenchResult> = old_mainnet.iter().map(|(n, b)| (n.clone(), b.result())).collect();
     let shown_old = if choice == ModelChoice::Ic { &old_ic } else { &old };
     let print_block = |run: &Run| {
         if show_results {
@@ -597,14 +601,11 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             print!("{}", canbench::format_persisted(&results_path));
         }
         if !new_mainnet.is_empty() {
-            let mut all = read_mainnet_results(&mainnet_path)?.benches;
-            // A filtered run updates its benchmarks and keeps the others, as canbench does not:
-            // without a pattern the file is exactly this run.
-            if args.pattern.is_none() {
-                all.clear();
-            }
+            // A filtered run updates its benchmarks and keeps the others (read at the start), as
+            // canbench does not: without a pattern the file is exactly this run.
+            let mut all = if args.pattern.is_none() { BTreeMap::new() } else { old_mainnet.clone() };
             let n = new_mainnet.len();
-            all.extend(new_mainnet.iter().map(|(k, v)| (k.clone(), copy_mainnet(v))));
+            all.extend(new_mainnet.clone());
             write_mainnet_results(&mainnet_path, all)?;
             println!("Successfully persisted {n} mainnet-priced results to {}", mainnet_path.display());
         }
@@ -621,10 +622,8 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             Vec::new()
         };
         if choice != ModelChoice::Canbench {
-            let new_ic: BTreeMap<String, BenchResult> = new_mainnet
-                .iter()
-                .map(|(n, b)| (n.clone(), BenchResult { total: b.total.clone(), scopes: b.scopes.clone() }))
-                .collect();
+            let new_ic: BTreeMap<String, BenchResult> =
+                new_mainnet.iter().map(|(n, b)| (n.clone(), b.result())).collect();
             for line in stale_results(&new_ic, &old_ic, args.pattern.as_deref(), args.noise_threshold) {
                 stale.push(format!("{}: {line}", mainnet_path.display()));
             }
@@ -725,10 +724,6 @@ pub fn derive_ic(canbench: &BenchResult, pages: &PageCounts, stable_fee_pages: u
     r.total.instructions =
         canbench.total.instructions - crate::replica::DIRTY_PAGE_FEE * stable_fee_pages + pages.fee(true);
     Some(r)
-}
-
-fn copy_mainnet(b: &MainnetBench) -> MainnetBench {
-    MainnetBench { pages: b.pages, total: b.total.clone(), scopes: b.scopes.clone() }
 }
 
 fn hex_decode(s: &str) -> Result<Vec<u8>> {

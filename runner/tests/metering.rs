@@ -425,12 +425,7 @@ mod memory_tracker {
             i32.const 458752 i32.const 0 call $arg_size call $arg_copy)"#;
         let stable =
             |accessed, written| PageCounts { stable_accessed: accessed, stable_written: written, ..Default::default() };
-        let sum = |a: PageCounts, b: PageCounts| PageCounts {
-            heap_accessed: a.heap_accessed + b.heap_accessed,
-            heap_written: a.heap_written + b.heap_written,
-            stable_accessed: a.stable_accessed + b.stable_accessed,
-            stable_written: a.stable_written + b.stable_written,
-        };
+        let sum = |a: PageCounts, b: PageCounts| a.plus(&b);
         // The write reads heap page 0 and writes stable bytes 65,530..65,539: stable pages 0 and
         // 1. The reads read stable page 0 (twice: once) and write heap pages 4 and 5. The
         // argument copy writes heap page 7. The canbench model's 1,000 per 4 KiB stable page
