@@ -21,9 +21,9 @@ pub const PROGRESS_STEPS: i32 = 10_000;
 /// Instructions a one-statement `CREATE INDEX` is assumed to need per row of its table, to decide
 /// before starting it whether it fits the budget. SQLite sorts the keys inside one step of its
 /// virtual machine, which the progress handler cannot interrupt: a build started without room
-/// could run past the message's limit (and trap) instead of stopping at the budget. Measured:
-/// 4,408 to 5,566 per index entry from 10k to 10M orders (`create_indexes` in
-/// `docs/scaling.md`); this leaves a margin.
+/// could run past the message's limit (and trap) instead of stopping at the budget. Measured: 4,410 to 5,566 per index
+/// entry from 10k to 10M orders (`create_indexes` in `docs/scaling.md`), 4,843 to 5,803 on mainnet with the memory
+/// tracker's page fees (`docs/mainnet.md`, "Scaling"; both 2026-11-26): this leaves a margin in both.
 pub const INDEX_ROW_INSTRUCTIONS: u64 = 8_000;
 
 /// Order ids covered by one DELETE statement of [`delete_orders_of_users`].

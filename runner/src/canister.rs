@@ -590,6 +590,17 @@ impl Canister {
         self.finish(r.map(|_| Vec::new()).map_err(Reject::Trapped), used, started)
     }
 
+    /// Charges what `model` charges from the next message on (the `ic` model needs code that
+    /// tracks the pages it touches, as [`Code::new`]'s does).
+    pub fn set_cost_model(&mut self, model: CostModel) -> Result<()> {
+        if model == CostModel::Ic && !self.code.info.tracks_pages {
+            bail!("the ic cost model charges the pages a message touches: the code must track them");
+        }
+        self.opts.cost_model = model;
+        self.store.data_mut().model = model;
+        Ok(())
+    }
+
     /// An independent copy of this canister in its current state (heap, globals, stable memory,
     /// settings), with its own wasmtime instance, so that it can run on another thread.
     pub fn fork(&mut self) -> Result<Canister> {

@@ -14,6 +14,7 @@ use serde::de::DeserializeOwned;
 use crate::candid_text::{decode_reply, Interface};
 use crate::canister::{Canister, Code, Options};
 use crate::instrument::Metering;
+use crate::replica::CostModel;
 
 /// Where the canister runs.
 pub trait Target {
@@ -43,9 +44,14 @@ impl Offline {
     /// Installs `wasm` fresh, with the production limits (40 B per update, 5 B per query);
     /// nothing is saved.
     pub fn install(wasm: &Path) -> Result<Offline> {
+        Offline::install_in(wasm, CostModel::Canbench)
+    }
+
+    /// [`Offline::install`], charging what `model` charges (`ic`: mainnet's memory tracker).
+    pub fn install_in(wasm: &Path, model: CostModel) -> Result<Offline> {
         let code = Code::from_file(wasm, Metering::On)
             .with_context(|| format!("loading {} (build it with scripts/build.sh)", wasm.display()))?;
-        let (canister, _) = Canister::install(code, &init_arg()?, Options::default())?;
+        let (canister, _) = Canister::install(code, &init_arg()?, Options { cost_model: model, ..Options::default() })?;
         Ok(Offline { canister, state: None })
     }
 

@@ -13,6 +13,13 @@
 //! sides; the query endpoints find theirs prepared by the canister's updates, where a floor query
 //! prepares its statement in every call (a query's heap changes are discarded).
 //!
+//! Every call is measured under the runner's `canbench` cost model (what canbench 0.7 reports on
+//! PocketIC) and, from a second install and load, under its `ic` model (mainnet since the IC's
+//! memory tracker: 80,000 instructions per 64 KiB Wasm page a message accesses, 80,000 more per
+//! page it writes; `docs/mainnet.md`), with the pages the endpoint's median call touched. The
+//! second run is also the test that the resumable loads, `create_indexes` and `delete_orders`
+//! complete and keep their data under mainnet's charges at this size.
+//!
 //! The figures are committed in `endpoints_results.yml` and the README's endpoint table; this test
 //! fails when a rerun differs by more than 2%. Regenerate with
 //! `STABLEBENCH_REGENERATE_ENDPOINTS=1 cargo test --release -p stablebench-runner --test endpoints`.
@@ -30,7 +37,8 @@ use serde::de::DeserializeOwned;
 use stablebench_canister::{Batch, Cost, Deleted, Error, IndexProgress};
 use stablebench_grid::users_orders::Sizes;
 use stablebench_runner::canister::{default_controller, Canister, Limits, Options, Outcome};
-use stablebench_runner::replica::TRANSMISSION_FACTOR;
+use stablebench_runner::host::PageCounts;
+use stablebench_runner::replica::{CostModel, TRANSMISSION_FACTOR};
 
 /// Calls measured per endpoint.
 const CALLS: usize = 5;
@@ -49,12 +57,20 @@ struct Cell {
     /// (`TRANSMISSION_FACTOR`, 50 instructions) in `msg_reply_data_append`.
     #[serde(default)]
     reply_bytes: u64,
+    /// The 64 KiB Wasm pages the endpoint's median call touched.
+    #[serde(default)]
+    pages: PageCounts,
 }
 
-/// The results file: per size (`1x`, `10x`), per endpoint call.
+/// Per size (`1x`, `10x`), per endpoint call.
+type BySize = BTreeMap<String, BTreeMap<String, Cell>>;
+
+/// The results file: the canbench model's figures (`sizes`), the ic model's (`mainnet`).
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
 struct Results {
-    sizes: BTreeMap<String, BTreeMap<String, Cell>>,
+    sizes: BySize,
+    #[serde(default)]
+    mainnet: BySize,
 }
 
 /// The calls of the table, in its order: the call as the README shows it, and what its floor runs.
@@ -81,15 +97,27 @@ fn median(v: &[Msg], f: impl Fn(&Msg) -> u64) -> u64 {
     v[v.len() / 2]
 }
 
+/// The call with the median instructions.
+fn median_call(v: &[Msg]) -> Msg {
+    let mut v = v.to_vec();
+    v.sort_by_key(|m| m.instructions);
+    v[v.len() / 2]
+}
+
 /// What one message cost: its instructions and the size of its reply.
 #[derive(Clone, Copy, Debug)]
 struct Msg {
     instructions: u64,
     reply_bytes: u64,
+    pages: PageCounts,
 }
 
 fn msg(out: &Outcome) -> Msg {
-    Msg { instructions: out.instructions, reply_bytes: out.result.as_ref().map_or(0, |r| r.len() as u64) }
+    Msg {
+        instructions: out.instructions,
+        reply_bytes: out.result.as_ref().map_or(0, |r| r.len() as u64),
+        pages: out.pages,
+    }
 }
 
 fn update<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: &[u8]) -> (R, Msg) {
@@ -113,9 +141,10 @@ fn load(c: &mut Canister, method: &str, total: u64) {
     }
 }
 
-/// The production canister with `sizes` loaded (indexes first, so the loads maintain them).
-fn loaded(sizes: Sizes) -> Canister {
-    let opts = Options { limits: Limits::PRODUCTION, ..Options::default() };
+/// The production canister with `sizes` loaded (indexes first, so the loads maintain them),
+/// under `model` from its install on.
+fn loaded(sizes: Sizes, model: CostModel) -> Canister {
+    let opts = Options { limits: Limits::PRODUCTION, cost_model: model, ..Options::default() };
     let (mut c, _) = Canister::install(code(), &unit(), opts).expect("installs");
     let (r, _): (Result<Cost, Error>, _) = update(&mut c, "create_schema", &unit());
     r.expect("create_schema");
@@ -127,9 +156,9 @@ fn loaded(sizes: Sizes) -> Canister {
     c
 }
 
-/// Measures every row of [`ROWS`] at `sizes`.
-fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
-    let mut c = loaded(sizes);
+/// Measures every row of [`ROWS`] at `sizes` under `model`.
+fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
+    let mut c = loaded(sizes, model);
     let users_next = |c: &mut Canister| -> u64 {
         let (s, _): (Result<stablebench_canister::Stats, Error>, _) =
             query(c, "stats", &unit(), Principal::anonymous());
@@ -244,6 +273,7 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
                 instructions: median(&e, |m| m.instructions),
                 floor: (!f.is_empty()).then(|| median(&f, |m| m.instructions)),
                 reply_bytes: median(&e, |m| m.reply_bytes),
+                pages: median_call(&e).pages,
             };
             (call.to_string(), cell)
         })
@@ -251,33 +281,40 @@ fn measure(sizes: Sizes) -> BTreeMap<String, Cell> {
 }
 
 fn table(r: &Results) -> String {
-    let cell = |size: &str, call: &str| r.sizes.get(size).and_then(|m| m.get(call));
+    let cell = |sizes: &BySize, size: &str, call: &str| sizes.get(size).and_then(|m| m.get(call)).cloned();
     let num = stablebench::report::grouped;
+    let with_floor = |c: Option<Cell>| match c {
+        Some(Cell { instructions, floor: Some(f), .. }) => {
+            format!(" {} | {} | {:.2}x |", num(instructions), num(f), instructions as f64 / f as f64)
+        }
+        Some(c) => format!(" {} | — | — |", num(c.instructions)),
+        None => " not measured | | |".to_string(),
+    };
+    let alone = |c: Option<Cell>| c.map_or(" not measured |".to_string(), |c| format!(" {} |", num(c.instructions)));
     let mut out = String::from(
-        "| call | instructions (1x) | floor (1x) | ratio | instructions (10x) | floor (10x) | ratio | reply bytes: their fee | the floor runs |\n\
-         |---|---:|---:|---:|---:|---:|---:|---:|---|\n",
+        "| call | on mainnet (1x) | floor | ratio | its pages | canbench (1x) | floor | ratio | on mainnet (10x) | canbench (10x) | reply bytes: their fee | the floor runs |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n",
     );
     for (call, floor_sql) in ROWS {
         out += &format!("| `{call}` |");
-        for size in ["1x", "10x"] {
-            match cell(size, call) {
-                Some(c) => {
-                    out += &format!(" {} |", num(c.instructions));
-                    match c.floor {
-                        Some(f) => out += &format!(" {} | {:.2}x |", num(f), c.instructions as f64 / f as f64),
-                        None => out += " — | — |",
-                    }
-                }
-                None => out += " not measured | | |",
-            }
-        }
-        match cell("1x", call) {
+        let ic = cell(&r.mainnet, "1x", call);
+        out += &with_floor(ic.clone());
+        out += &ic.map_or(" |".to_string(), |c| format!(" {} / {} |", c.pages.accessed(), c.pages.written()));
+        out += &with_floor(cell(&r.sizes, "1x", call));
+        out += &alone(cell(&r.mainnet, "10x", call));
+        out += &alone(cell(&r.sizes, "10x", call));
+        match cell(&r.sizes, "1x", call) {
             Some(c) => out += &format!(" {} B: {} |", num(c.reply_bytes), num(c.reply_bytes * TRANSMISSION_FACTOR)),
             None => out += " |",
         }
         out += &format!(" {floor_sql} |\n");
     }
-    out
+    out + "\nMainnet charges 80,000 instructions for each 64 KiB Wasm page of heap or stable memory a \
+           message first accesses and 80,000 more for each page it first writes (a query: accessed \
+           pages only), the IC's memory tracker since August 2026 (`docs/mainnet.md`); canbench 0.7's \
+           PocketIC predates it. \"Its pages\": the Wasm pages the median call accessed / wrote, heap \
+           and stable together (`endpoints_results.yml` splits them; a query's writes are undone and \
+           not charged). Each model's figures come from its own install and load.\n"
 }
 
 fn splice(doc: &str, name: &str, body: &str) -> String {
@@ -291,22 +328,28 @@ fn every_endpoint_costs_what_the_committed_results_say() {
         .map(|s| serde_yaml::from_str(&s).expect("endpoints_results.yml parses"))
         .unwrap_or_default();
     let mut measured = Results::default();
-    measured.sizes.insert("1x".into(), measure(Sizes::REFERENCE));
-    if std::env::var_os("STABLEBENCH_ENDPOINTS_10X").is_some() {
-        let ten = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
-        measured.sizes.insert("10x".into(), measure(ten));
+    let ten = std::env::var_os("STABLEBENCH_ENDPOINTS_10X").is_some();
+    for (model, sizes) in [(CostModel::Canbench, &mut measured.sizes), (CostModel::Ic, &mut measured.mainnet)] {
+        sizes.insert("1x".into(), measure(Sizes::REFERENCE, model));
+        if ten {
+            let ten = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
+            sizes.insert("10x".into(), measure(ten, model));
+        }
     }
-    for (size, cells) in &measured.sizes {
-        for (call, cell) in cells {
-            eprintln!("{size} {call}: {cell:?}");
+    for (model, sizes) in [("canbench", &measured.sizes), ("mainnet", &measured.mainnet)] {
+        for (size, cells) in sizes {
+            for (call, cell) in cells {
+                eprintln!("{model} {size} {call}: {cell:?}");
+            }
         }
     }
     let readme = std::fs::read_to_string(README).unwrap();
     if std::env::var_os("STABLEBENCH_REGENERATE_ENDPOINTS").is_some() {
         let mut merged = committed;
         merged.sizes.extend(measured.sizes);
+        merged.mainnet.extend(measured.mainnet);
         let yml = format!(
-            "# Generated by `STABLEBENCH_REGENERATE_ENDPOINTS=1 [STABLEBENCH_ENDPOINTS_10X=1] cargo test --release -p stablebench-runner --test endpoints`;\n# whole-message instructions (medians of {CALLS} calls) on the production wasm and, for the floors, the benchmark wasm, through the offline runner. Do not edit.\n{}",
+            "# Generated by `STABLEBENCH_REGENERATE_ENDPOINTS=1 [STABLEBENCH_ENDPOINTS_10X=1] cargo test --release -p stablebench-runner --test endpoints`;\n# whole-message instructions (medians of {CALLS} calls) on the production wasm and, for the floors, the benchmark wasm, through the offline runner,\n# under the canbench cost model (`sizes`) and the ic cost model (`mainnet`), with the 64 KiB Wasm pages of each median call. Do not edit.\n{}",
             serde_yaml::to_string(&merged).unwrap()
         );
         std::fs::write(RESULTS, yml).unwrap();
@@ -314,17 +357,27 @@ fn every_endpoint_costs_what_the_committed_results_say() {
         return;
     }
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
-    for (size, cells) in &measured.sizes {
-        for (call, m) in cells {
-            let c = committed.sizes.get(size).and_then(|s| s.get(call));
-            let c = c.unwrap_or_else(|| panic!("{size} {call} is not in endpoints_results.yml: regenerate it"));
-            let same = close(m.instructions, c.instructions)
-                && m.reply_bytes == c.reply_bytes
-                && match (m.floor, c.floor) {
-                    (Some(a), Some(b)) => close(a, b),
-                    (a, b) => a == b,
-                };
-            assert!(same, "{size} {call}: measured {m:?}, committed {c:?}: regenerate endpoints_results.yml");
+    for (model, sizes, committed) in
+        [("canbench", &measured.sizes, &committed.sizes), ("mainnet", &measured.mainnet, &committed.mainnet)]
+    {
+        for (size, cells) in sizes {
+            for (call, m) in cells {
+                let c = committed.get(size).and_then(|s| s.get(call));
+                let c =
+                    c.unwrap_or_else(|| panic!("{model} {size} {call} is not in endpoints_results.yml: regenerate it"));
+                let same = close(m.instructions, c.instructions)
+                    && m.reply_bytes == c.reply_bytes
+                    && close(m.pages.accessed(), c.pages.accessed())
+                    && close(m.pages.written(), c.pages.written())
+                    && match (m.floor, c.floor) {
+                        (Some(a), Some(b)) => close(a, b),
+                        (a, b) => a == b,
+                    };
+                assert!(
+                    same,
+                    "{model} {size} {call}: measured {m:?}, committed {c:?}: regenerate endpoints_results.yml"
+                );
+            }
         }
     }
     assert_eq!(readme, splice(&readme, "endpoint-table", &table(&committed)), "the README's endpoint table is stale");

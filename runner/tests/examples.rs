@@ -1,7 +1,10 @@
 //! The example canisters of `examples/` (built by `scripts/build.sh examples`), installed, written,
 //! upgraded and read back through the runner, as a user copying them would deploy them; and the
 //! instructions of one call of each, printed for the README:
-//! `cargo test --release -p stablebench-runner --test examples -- --nocapture`.
+//! `cargo test --release -p stablebench-runner --test examples -- --nocapture`. Each call is
+//! measured as canbench reports it and, on a copy of the canister in the same state, as mainnet
+//! charges it (the runner's `ic` cost model: the memory tracker's 80,000 instructions per 64 KiB
+//! page a message touches, 80,000 more per page it writes), with the pages it touched.
 
 mod common;
 
@@ -12,8 +15,9 @@ use common::{code, decode, unit};
 use serde_bytes::ByteBuf;
 use stablebench_canister::{Cost, Error};
 use stablebench_grid::grouped;
-use stablebench_runner::canister::{default_controller, Canister, Code, Options, Reject};
+use stablebench_runner::canister::{default_controller, Canister, Code, Options, Outcome, Reject};
 use stablebench_runner::instrument::Metering;
+use stablebench_runner::replica::CostModel;
 
 /// `target/canister/<name>.wasm`, instrumented and compiled.
 fn example(name: &str) -> Arc<Code> {
@@ -46,6 +50,31 @@ fn add_notes(c: &mut Canister, texts: &[&str], caller: Principal) -> (Result<Vec
     let instructions = out.instructions;
     (decode(out, "add_notes"), instructions)
 }
+
+/// A copy of `c` in its current state that charges what mainnet charges.
+fn on_mainnet(c: &mut Canister) -> Canister {
+    let mut ic = c.fork().expect("the canister forks");
+    ic.set_cost_model(CostModel::Ic).expect("the example's code tracks its pages");
+    ic
+}
+
+/// One call measured both ways: `call` on `c` (canbench's model) and on a mainnet copy of `c`
+/// made just before it. Returns the table cells "mainnet | canbench | pages accessed / written".
+fn both_ways(c: &mut Canister, call: impl Fn(&mut Canister) -> Outcome) -> String {
+    let mut ic = on_mainnet(c);
+    let (on_ic, on_canbench) = (call(&mut ic), call(c));
+    assert!(on_ic.result.is_ok() && on_canbench.result.is_ok(), "{:?} / {:?}", on_ic.result, on_canbench.result);
+    format!(
+        "{} | {} | {} / {}",
+        grouped(on_ic.instructions),
+        grouped(on_canbench.instructions),
+        on_ic.pages.accessed(),
+        on_ic.pages.written()
+    )
+}
+
+/// The header of the examples' cost tables, after the first column's name.
+const BOTH_WAYS: &str = "on mainnet | canbench | pages accessed / written";
 
 fn notes(c: &mut Canister, after: Option<u64>, limit: u32) -> Vec<Note> {
     decode::<Result<Vec<Note>, String>>(
@@ -83,8 +112,10 @@ fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
     let mut c = Canister::install(code.clone(), &limit_arg(Some(limit)), opts).expect("installs").0;
     assert_eq!(pragmas(&mut c), expected_pragmas(limit));
 
-    let (ids, first) = add_notes(&mut c, &["one", "two", "three"], default_controller());
-    assert_eq!(ids, Ok(vec![1, 2, 3]));
+    let first = both_ways(&mut c, |c| {
+        c.update("add_notes", &candid::encode_one(["one", "two", "three"]).unwrap(), default_controller())
+    });
+    assert_eq!(notes(&mut c, None, 10).len(), 3);
     // Refused, and nothing stored: a stranger, an empty note among good ones, too many notes.
     let (stranger, _) = add_notes(&mut c, &["x"], Principal::anonymous());
     assert_eq!(stranger, Err("only a controller can add notes".to_string()));
@@ -116,19 +147,18 @@ fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
     // One call of each endpoint, for the README (the runner's replica accounting).
     let batch: Vec<String> = (0..100).map(|i| format!("note number {i:03} of a batch of one hundred")).collect();
     let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
-    let (_, hundred) = add_notes(&mut c, &batch, default_controller());
-    let page = c.query("notes", &candid::encode_args((None::<u64>, 100u32)).unwrap(), default_controller());
-    let read = c.query("pragmas", &unit(), default_controller());
+    let hundred =
+        both_ways(&mut c, |c| c.update("add_notes", &candid::encode_one(&batch).unwrap(), default_controller()));
+    let page = both_ways(&mut c, |c| {
+        c.query("notes", &candid::encode_args((None::<u64>, 100u32)).unwrap(), default_controller())
+    });
+    let read = both_ways(&mut c, |c| c.query("pragmas", &unit(), default_controller()));
     let table = format!(
-        "| call | instructions |\n|---|---:|\n\
-         | `add_notes`, 3 notes (the first write after install) | {} |\n\
-         | `add_notes`, 100 notes in one transaction | {} |\n\
-         | `notes`, a page of 100 | {} |\n\
-         | `pragmas` | {} |\n",
-        grouped(first),
-        grouped(hundred),
-        grouped(page.instructions),
-        grouped(read.instructions)
+        "| call | {BOTH_WAYS} |\n|---|---:|---:|---:|\n\
+         | `add_notes`, 3 notes (the first write after install) | {first} |\n\
+         | `add_notes`, 100 notes in one transaction | {hundred} |\n\
+         | `notes`, a page of 100 | {page} |\n\
+         | `pragmas` | {read} |\n"
     );
     println!("{table}");
     readme_fragment("example-sqlite-costs", &table);
@@ -265,9 +295,7 @@ fn both_map_examples_keep_their_entries_across_upgrades() {
     };
     assert_eq!(len(&mut c), (ENTRIES, ENTRIES));
 
-    let out = c.upgrade(code.clone(), &unit());
-    assert!(out.result.is_ok(), "{:?}", out.result);
-    let upgrade = out.instructions;
+    let upgrade = both_ways(&mut c, |c| c.upgrade(code.clone(), &unit()));
     assert_eq!(len(&mut c), (ENTRIES, ENTRIES));
     for map in ["stable", "heap"] {
         assert_eq!(get(&mut c, map, 7).0, Some(ByteBuf::from(&b"seven"[..])), "{map}");
@@ -280,18 +308,22 @@ fn both_map_examples_keep_their_entries_across_upgrades() {
     // One call of each, at 10,000 entries of 100 bytes, after the upgrade (for the README).
     let mut costs = Vec::new();
     for map in ["stable", "heap"] {
-        let (_, put_new) = put(&mut c, map, ENTRIES + 1, &value(1), default_controller());
-        let (_, put_over) = put(&mut c, map, 5_000, &value(2), default_controller());
-        let (_, read) = get(&mut c, map, 4_999);
         let name = if map == "stable" { "`StableBTreeMap`" } else { "heap `BTreeMap`" };
-        costs.push(format!("| {name} | {} | {} | {} |", grouped(put_new), grouped(put_over), grouped(read)));
+        let put = |key: u64, value: Vec<u8>| {
+            move |c: &mut Canister| {
+                let arg = candid::encode_args((key, ByteBuf::from(value.clone()))).unwrap();
+                c.update(&format!("{map}_put"), &arg, default_controller())
+            }
+        };
+        costs.push(format!("| {name} | put, new key | {} |", both_ways(&mut c, put(ENTRIES + 1, value(1)))));
+        costs.push(format!("| {name} | put, existing key | {} |", both_ways(&mut c, put(5_000, value(2)))));
+        let get = |c: &mut Canister| {
+            c.query(&format!("{map}_get"), &candid::encode_one(4_999u64).unwrap(), default_controller())
+        };
+        costs.push(format!("| {name} | get | {} |", both_ways(&mut c, get)));
     }
-    let table = format!(
-        "| map | put, new key | put, existing key | get |\n|---|---:|---:|---:|\n{}\n\n\
-         An upgrade with both maps full: {} instructions (`pre_upgrade` and `post_upgrade` together).\n",
-        costs.join("\n"),
-        grouped(upgrade)
-    );
+    costs.push(format!("| both, full | upgrade (`pre_upgrade` and `post_upgrade`) | {upgrade} |"));
+    let table = format!("| map | call | {BOTH_WAYS} |\n|---|---|---:|---:|---:|\n{}\n", costs.join("\n"));
     println!("{table}");
     readme_fragment("example-maps-costs", &table);
 }

@@ -7,6 +7,13 @@
 //! The ic-sqlite-vfs canister (`target/canister/stablebench_vfs.wasm`) is measured the same way
 //! on its rowid table (`sqlite_vfs_rowid`), next to ic-rusqlite's `sqlite_rowid`.
 //!
+//! Every call is measured twice, each time from a fresh install: under the runner's `canbench`
+//! cost model (what canbench 0.7 reports on PocketIC) and under its `ic` model (what mainnet
+//! charges since the IC's memory tracker: 80,000 instructions per 64 KiB Wasm page a message
+//! accesses, 80,000 more per page it writes; `docs/mainnet.md`), with the pages each call touched.
+//! The data sets are loaded under the same model (`kv_load`'s budget sees the page fees on
+//! mainnet too).
+//!
 //! The measured figures are committed in `per_call_results.yml` and the README's per-call table;
 //! this test fails when a rerun differs by more than 2% (instruction counts are deterministic, so
 //! a difference means the code or the toolchain moved). Regenerate with
@@ -23,21 +30,24 @@ use std::collections::BTreeMap;
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::sqlite::Layout;
 use stablebench::report::{kv, results::Results as CanbenchResults};
-use stablebench_canister::{Batch, Cost, Error, KvBackend};
+use stablebench_canister::{Batch, Cost, Error, InitArgs, KvBackend};
 use std::sync::{Arc, OnceLock};
 
 use serde_bytes::ByteBuf;
 use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE};
+use stablebench_grid::profiles::{Profile, DEFAULT, PROFILES};
 use stablebench_grid::KV_SEED;
-use stablebench_runner::canister::{default_controller, Canister, Code, Options};
+use stablebench_runner::canister::{default_controller, Canister, Code, Options, Outcome};
+use stablebench_runner::host::PageCounts;
 use stablebench_runner::instrument::Metering;
+use stablebench_runner::replica::CostModel;
 
 /// Calls of each kind measured per backend.
 const CALLS: u64 = 20;
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
-const CANBENCH_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../canbench_results.yml");
-const VFS_CANBENCH_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../vfs/canbench_results.yml");
+const MAINNET_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mainnet_results.yml");
+const VFS_MAINNET_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../vfs/mainnet_results.yml");
 const VFS_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_vfs.wasm");
 
 /// The ic-sqlite-vfs canister's production wasm (`scripts/build.sh vfs`).
@@ -51,9 +61,9 @@ fn vfs_code() -> Arc<Code> {
 }
 
 /// The ic-sqlite-vfs canister's rowid table, measured as [`measure`] measures ic-rusqlite's.
-fn measure_vfs(keys: u64) -> PerCall {
+fn measure_vfs(keys: u64, model: CostModel) -> PerCall {
     use stablebench_grid::api::vfs::{Error, MAX_LOAD_PER_CALL};
-    let (mut c, _) = Canister::install(vfs_code(), &unit(), Options::default()).expect("installs");
+    let (mut c, _) = Canister::install(vfs_code(), &unit(), options(model)).expect("installs");
     let data = TrieDataset::new(keys, KV_SEED).unwrap();
     let mut offset = 0;
     while offset < keys {
@@ -63,13 +73,13 @@ fn measure_vfs(keys: u64) -> PerCall {
             decode::<Result<u64, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load").expect("kv_load");
     }
     let out = c.query("kv_len", &unit(), default_controller());
-    let len_instructions = out.instructions;
+    let len_cost = cost(&out);
     let len: u64 = decode::<Result<u64, Error>>(out, "kv_len").unwrap();
     assert_eq!(len, data.len(), "sqlite_vfs_rowid: the data set and its warm-ups are loaded");
     let load_one = (0..CALLS)
         .map(|_| {
             let out = c.update("kv_load", &candid::encode_args((keys, 0u64, 1u64)).unwrap(), default_controller());
-            let n = out.instructions;
+            let n = cost(&out);
             assert_eq!(decode::<Result<u64, Error>>(out, "kv_load"), Ok(1), "the next offset");
             n
         })
@@ -78,7 +88,7 @@ fn measure_vfs(keys: u64) -> PerCall {
     let get = |c: &mut Canister, i: usize| {
         let (key, value) = &queries[i % queries.len()];
         let out = c.query("kv_get", &candid::encode_one(ByteBuf::from(key.to_vec())).unwrap(), default_controller());
-        let n = out.instructions;
+        let n = cost(&out);
         let got: Option<ByteBuf> = decode::<Result<_, Error>>(out, "kv_get").unwrap();
         assert_eq!(
             got.map(ByteBuf::into_vec).as_ref(),
@@ -92,25 +102,17 @@ fn measure_vfs(keys: u64) -> PerCall {
         let (key, value) = data.write_entry(i);
         let arg = candid::encode_args((ByteBuf::from(key.to_vec()), ByteBuf::from(value))).unwrap();
         let out = c.update("kv_put", &arg, default_controller());
-        puts.push(out.instructions);
+        puts.push(cost(&out));
         decode::<Result<Cost, Error>>(out, "kv_put").unwrap();
     }
     let gets = (0..CALLS as usize).map(|i| get(&mut c, i)).collect();
     let upgrade = c.upgrade(vfs_code(), &unit());
     assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
     let first = get(&mut c, 0);
-    PerCall {
-        put: Series::of(puts),
-        get: Series::of(gets),
-        upgrade: upgrade.instructions,
-        first_get_after_upgrade: first,
-        put_floor: None,
-        get_floor: None,
-        len: Some(len_instructions),
-        load_one: Some(Series::of(load_one).median),
-    }
+    PerCall::new(Calls { puts, gets, upgrade: cost(&upgrade), first, floors: None, len: len_cost, load_one })
 }
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+const PROFILES_DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/per_call_profiles.md");
 
 /// Instructions of a series of calls.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
@@ -122,9 +124,59 @@ struct Series {
 }
 
 impl Series {
-    fn of(mut v: Vec<u64>) -> Series {
-        v.sort_unstable();
-        Series { calls: v.len() as u64, median: v[v.len() / 2], min: v[0], max: v[v.len() - 1] }
+    /// The series of `v`'s instructions, and the pages of its median call.
+    fn of(mut v: Vec<(u64, PageCounts)>) -> (Series, PageCounts) {
+        v.sort_by_key(|&(n, _)| n);
+        let (median, pages) = v[v.len() / 2];
+        (Series { calls: v.len() as u64, median, min: v[0].0, max: v[v.len() - 1].0 }, pages)
+    }
+}
+
+/// One message's instructions and the Wasm pages it touched.
+fn cost(out: &Outcome) -> (u64, PageCounts) {
+    (out.instructions, out.pages)
+}
+
+/// Production settings under `model`.
+fn options(model: CostModel) -> Options {
+    Options { cost_model: model, ..Options::default() }
+}
+
+/// What [`measure`] and [`measure_vfs`] measured of one backend, call by call.
+struct Calls {
+    puts: Vec<(u64, PageCounts)>,
+    gets: Vec<(u64, PageCounts)>,
+    upgrade: (u64, PageCounts),
+    first: (u64, PageCounts),
+    /// The medians of the floors of `kv_put` and `kv_get`.
+    floors: Option<(u64, u64)>,
+    len: (u64, PageCounts),
+    load_one: Vec<(u64, PageCounts)>,
+}
+
+impl PerCall {
+    fn new(c: Calls) -> PerCall {
+        let ((put, put_pages), (get, get_pages)) = (Series::of(c.puts), Series::of(c.gets));
+        let (load_one, load_pages) = Series::of(c.load_one);
+        let pages = [
+            ("kv_put", put_pages),
+            ("kv_get", get_pages),
+            ("kv_len", c.len.1),
+            ("kv_load", load_pages),
+            ("upgrade", c.upgrade.1),
+            ("first_kv_get", c.first.1),
+        ];
+        PerCall {
+            put,
+            get,
+            upgrade: c.upgrade.0,
+            first_get_after_upgrade: c.first.0,
+            put_floor: c.floors.map(|f| f.0),
+            get_floor: c.floors.map(|f| f.1),
+            len: Some(c.len.0),
+            load_one: Some(load_one.median),
+            pages: pages.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        }
     }
 }
 
@@ -153,6 +205,10 @@ struct PerCall {
     /// the smallest load; update, controller).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     load_one: Option<u64>,
+    /// The 64 KiB Wasm pages each call touched (of a series, its median call): `kv_put`,
+    /// `kv_get`, `kv_len`, `kv_load`, `upgrade`, `first_kv_get`.
+    #[serde(default)]
+    pages: BTreeMap<String, PageCounts>,
 }
 
 /// The same calls at ten times the keys (`STABLEBENCH_PER_CALL_10X=1`).
@@ -162,10 +218,9 @@ struct Scaled {
     backends: BTreeMap<String, PerCall>,
 }
 
-/// The committed file.
-#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
-struct Results {
-    keys: u64,
+/// Every call under one cost model.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Default)]
+struct Measured {
     /// The message floor: `kv_len` of an empty heap map (a query doing no storage work: decoding
     /// the argument, ic-cdk's entry, encoding the reply with its `Error` type).
     floor: u64,
@@ -173,10 +228,58 @@ struct Results {
     /// Ten times the keys, measured only when asked (a few minutes); kept as committed otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     ten_x: Option<Scaled>,
+    /// The SQLite backends under every deployable pragma profile (per profile, per backend),
+    /// measured only when asked (`STABLEBENCH_PER_CALL_PROFILES=1`, several minutes); kept as
+    /// committed otherwise.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    profiles: BTreeMap<String, BTreeMap<String, PerCall>>,
 }
 
-fn floor() -> u64 {
-    let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
+/// The key-value backends that run on SQLite, whose calls a pragma profile changes.
+const SQLITE_BACKENDS: [Backend; 2] = [Backend::Sqlite, Backend::SqliteRowid];
+
+impl Measured {
+    /// Every backend at `keys` (and ten times that if `ten_x`) under `model`.
+    fn at(keys: u64, model: CostModel, ten_x: bool) -> Measured {
+        let backends = |keys: u64| -> BTreeMap<String, PerCall> {
+            BACKENDS
+                .iter()
+                .map(|b| (b.name().to_string(), measure(*b, keys, model)))
+                .chain([(Backend::SqliteVfsRowid.name().to_string(), measure_vfs(keys, model))])
+                .collect()
+        };
+        let ten_x = ten_x.then(|| Scaled { keys: 10 * keys, backends: backends(10 * keys) });
+        Measured { floor: floor(model), backends: backends(keys), ten_x, profiles: BTreeMap::new() }
+    }
+
+    /// The SQLite backends at `keys` under every deployable profile, under `model`.
+    fn profiles(keys: u64, model: CostModel) -> BTreeMap<String, BTreeMap<String, PerCall>> {
+        PROFILES
+            .iter()
+            .filter(|p| p.deployable().is_ok())
+            .map(|p| {
+                let per_backend =
+                    SQLITE_BACKENDS.iter().map(|b| (b.name().to_string(), measure_in(*b, keys, model, Some(p.name))));
+                (p.name.to_string(), per_backend.collect())
+            })
+            .collect()
+    }
+}
+
+/// The committed file: the canbench model's figures at the top level (as before the ic model),
+/// the ic model's under `mainnet`.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct Results {
+    keys: u64,
+    #[serde(flatten)]
+    canbench: Measured,
+    /// The same calls under the `ic` cost model, each from its own install and load.
+    #[serde(default)]
+    mainnet: Measured,
+}
+
+fn floor(model: CostModel) -> u64 {
+    let (mut c, _) = Canister::install(code(), &unit(), options(model)).expect("installs");
     let out = c.query("kv_len", &candid::encode_one(KvBackend::HeapBTreeMap).unwrap(), default_controller());
     let n = out.instructions;
     assert_eq!(decode::<Result<u64, Error>>(out, "kv_len"), Ok(0), "a fresh heap map is empty");
@@ -197,20 +300,31 @@ fn load(c: &mut Canister, kb: KvBackend, keys: u64) {
     }
 }
 
-fn measure(backend: Backend, keys: u64) -> PerCall {
+fn measure(backend: Backend, keys: u64, model: CostModel) -> PerCall {
+    measure_in(backend, keys, model, None)
+}
+
+/// [`measure`] with the canister installed with pragma profile `profile` (its default if none).
+fn measure_in(backend: Backend, keys: u64, model: CostModel, profile: Option<&str>) -> PerCall {
     let kb = KvBackend::try_from(backend).expect("a key-value backend");
-    let (mut c, _) = Canister::install(code(), &unit(), Options::default()).expect("installs");
+    let arg = match profile {
+        Some(name) => {
+            candid::encode_one(Some(InitArgs { profile: Some(name.to_string()), wasm_memory_limit: None })).unwrap()
+        }
+        None => unit(),
+    };
+    let (mut c, _) = Canister::install(code(), &arg, options(model)).expect("installs");
     let data = TrieDataset::new(keys, KV_SEED).unwrap();
     load(&mut c, kb, keys);
     let out = c.query("kv_len", &candid::encode_one(kb).unwrap(), default_controller());
-    let len_instructions = out.instructions;
+    let len_cost = cost(&out);
     let len: u64 = decode::<Result<u64, Error>>(out, "kv_len").unwrap();
     assert_eq!(len, data.len(), "{}: the data set and its warm-ups are loaded", backend.name());
     let load_one = (0..CALLS)
         .map(|_| {
             let arg = candid::encode_args((kb, keys, 0u64, 1u64, None::<u64>)).unwrap();
             let out = c.update("kv_load", &arg, default_controller());
-            let n = out.instructions;
+            let n = cost(&out);
             let b = decode::<Result<Batch, Error>>(out, "kv_load").expect("kv_load");
             assert_eq!((b.next_offset, b.complete), (1, true), "{}: one entry rewritten", backend.name());
             n
@@ -221,7 +335,7 @@ fn measure(backend: Backend, keys: u64) -> PerCall {
     let get = |c: &mut Canister, i: usize| {
         let (key, value) = &queries[i % queries.len()];
         let out = c.query("kv_get", &candid::encode_args((kb, key.to_vec())).unwrap(), default_controller());
-        let n = out.instructions;
+        let n = cost(&out);
         let got: Option<Vec<u8>> = decode::<Result<_, Error>>(out, "kv_get").unwrap();
         assert_eq!(got.as_ref(), Some(value), "{}: kv_get returns the stored value", backend.name());
         n
@@ -230,30 +344,15 @@ fn measure(backend: Backend, keys: u64) -> PerCall {
     for i in 0..CALLS {
         let (key, value) = data.write_entry(i);
         let out = c.update("kv_put", &candid::encode_args((kb, key.to_vec(), value)).unwrap(), default_controller());
-        puts.push(out.instructions);
+        puts.push(cost(&out));
         decode::<Result<Cost, Error>>(out, "kv_put").unwrap();
     }
     let gets = (0..CALLS as usize).map(|i| get(&mut c, i)).collect();
     let upgrade = c.upgrade(code(), &unit());
     assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
     let first = get(&mut c, 0);
-    let (put_floor, get_floor) = match Layout::of(backend) {
-        Some(layout) => {
-            let (put, get) = floors(&mut c, kb, keys, layout, &data);
-            (Some(put), Some(get))
-        }
-        None => (None, None),
-    };
-    PerCall {
-        put: Series::of(puts),
-        get: Series::of(gets),
-        upgrade: upgrade.instructions,
-        first_get_after_upgrade: first,
-        put_floor,
-        get_floor,
-        len: Some(len_instructions),
-        load_one: Some(Series::of(load_one).median),
-    }
+    let floors = Layout::of(backend).map(|layout| floors(&mut c, kb, keys, layout, &data));
+    PerCall::new(Calls { puts, gets, upgrade: cost(&upgrade), first, floors, len: len_cost, load_one })
 }
 
 /// The medians of `CALLS` `floor_kv_put` calls (fresh keys after the ones `kv_put` wrote) and
@@ -272,7 +371,7 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
         let (key, value) = data.write_entry(i);
         let arg = candid::encode_args((rowid, ByteBuf::from(key.to_vec()), ByteBuf::from(value))).unwrap();
         let out = c.update("floor_kv_put", &arg, default_controller());
-        let n = out.instructions;
+        let n = cost(&out);
         assert_eq!(decode::<u64>(out, "floor_kv_put"), 1, "one row written");
         n
     };
@@ -281,7 +380,7 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
         let (key, _) = &queries[i % queries.len()];
         let arg = candid::encode_args((rowid, ByteBuf::from(key.to_vec()))).unwrap();
         let out = c.query("floor_kv_get", &arg, default_controller());
-        let n = out.instructions;
+        let n = cost(&out);
         assert_eq!(decode::<u64>(out, "floor_kv_get"), 1, "one row read");
         n
     };
@@ -289,109 +388,241 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
     get(c, 0);
     let puts = (CALLS + 1..=2 * CALLS).map(|i| put(c, i)).collect();
     let gets = (0..CALLS as usize).map(|i| get(c, i)).collect();
-    (Series::of(puts).median, Series::of(gets).median)
+    (Series::of(puts).0.median, Series::of(gets).0.median)
+}
+
+/// A call's pages as a table cell: accessed / written (heap and stable together).
+fn pages_text(p: Option<&PageCounts>) -> String {
+    p.map_or("–".to_string(), |p| format!("{} / {}", p.accessed(), p.written()))
 }
 
 fn table(r: &Results) -> String {
-    let mut t = String::from(
-        "| backend | `kv_put` (update, whole message) | its floor (ratio) | put in `bench_fn` (w_avg) | `kv_get` (query, whole message) | its floor (ratio) | get in `bench_fn` (w_avg) | upgrade | first `kv_get` after it |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    let num = stablebench::report::grouped;
+    let header = String::from(
+        "| backend | `kv_put` on mainnet | canbench | its pages | its floor on mainnet (ratio) | `kv_get` on mainnet | canbench | its pages | its floor on mainnet (ratio) | put / get in `bench_fn` on mainnet (w_avg) | upgrade on mainnet (canbench) | first `kv_get` after it on mainnet (canbench) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
-    // What the trie benchmark measured inside `bench_fn` for the same operations at 200,000 keys
-    // (warm): the README's DbWeight row of each backend, from canbench_results.yml.
+    // What the trie benchmarks measured inside `bench_fn` for the same operations at 200,000 keys
+    // (warm) under the ic model: the README's DbWeight rows, from mainnet_results.yml.
     let (main, vfs) =
-        (std::fs::read_to_string(CANBENCH_RESULTS).unwrap(), std::fs::read_to_string(VFS_CANBENCH_RESULTS).unwrap());
+        (std::fs::read_to_string(MAINNET_RESULTS).unwrap(), std::fs::read_to_string(VFS_MAINNET_RESULTS).unwrap());
     let results = CanbenchResults::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("{e}"));
-    let weights = kv::db_weights(&results);
     let opt = |v: Option<f64>| v.map_or("–".to_string(), stablebench::report::int);
     let floor = |call: u64, floor: Option<u64>| {
-        floor.map_or("–".to_string(), |f| {
-            format!("{} ({:.2}x)", stablebench::report::grouped(f), call as f64 / f as f64)
-        })
+        floor.map_or("–".to_string(), |f| format!("{} ({:.2}x)", num(f), call as f64 / f as f64))
     };
-    for b in BACKENDS {
-        let Some(p) = r.backends.get(b.name()) else { continue };
-        let w = weights.iter().find(|w| w.backend == b);
+    let names = BACKENDS.iter().copied().chain([Backend::SqliteVfsRowid]);
+    // The answer first: the cheapest backend per whole call, under each model.
+    let cheapest = |m: &Measured, pick: fn(&PerCall) -> u64| {
+        m.backends
+            .iter()
+            .min_by_key(|(_, p)| pick(p))
+            .map_or("–".to_string(), |(n, p)| format!("`{n}` ({})", num(pick(p))))
+    };
+    let mut t = format!(
+        "The cheapest backend for one whole call at {} keys: `kv_put` on mainnet {}, under canbench {}; \
+         `kv_get` on mainnet {}, under canbench {}.\n\n{header}",
+        num(r.keys),
+        cheapest(&r.mainnet, |p| p.put.median),
+        cheapest(&r.canbench, |p| p.put.median),
+        cheapest(&r.mainnet, |p| p.get.median),
+        cheapest(&r.canbench, |p| p.get.median),
+    );
+    for b in names {
+        let (Some(ic), Some(cb)) = (r.mainnet.backends.get(b.name()), r.canbench.backends.get(b.name())) else {
+            continue;
+        };
+        let w = |op| kv::w_avg_per_op(&results, op, DB_WEIGHT_SIZE, b);
+        let label = if b == Backend::SqliteVfsRowid { " (ic-sqlite-vfs)" } else { "" };
         t += &format!(
-            "| `{}` | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| `{}`{label} | {} | {} | {} | {} | {} | {} | {} | {} | {} / {} | {} ({}) | {} ({}) |\n",
             b.name(),
-            stablebench::report::grouped(p.put.median),
-            floor(p.put.median, p.put_floor),
-            opt(w.and_then(|w| w.write_warm)),
-            stablebench::report::grouped(p.get.median),
-            floor(p.get.median, p.get_floor),
-            opt(w.and_then(|w| w.read_warm)),
-            stablebench::report::grouped(p.upgrade),
-            stablebench::report::grouped(p.first_get_after_upgrade),
-        );
-    }
-    if let Some(p) = r.backends.get(Backend::SqliteVfsRowid.name()) {
-        let w = |op| kv::w_avg_per_op(&results, op, DB_WEIGHT_SIZE, Backend::SqliteVfsRowid);
-        t += &format!(
-            "| `{}` (ic-sqlite-vfs) | {} | – | {} | {} | – | {} | {} | {} |\n",
-            Backend::SqliteVfsRowid.name(),
-            stablebench::report::grouped(p.put.median),
+            num(ic.put.median),
+            num(cb.put.median),
+            pages_text(ic.pages.get("kv_put")),
+            floor(ic.put.median, ic.put_floor),
+            num(ic.get.median),
+            num(cb.get.median),
+            pages_text(ic.pages.get("kv_get")),
+            floor(ic.get.median, ic.get_floor),
             opt(w(Op::TrieWrite(Cache::Warm))),
-            stablebench::report::grouped(p.get.median),
             opt(w(Op::TrieRead(Cache::Warm))),
-            stablebench::report::grouped(p.upgrade),
-            stablebench::report::grouped(p.first_get_after_upgrade),
+            num(ic.upgrade),
+            num(cb.upgrade),
+            num(ic.first_get_after_upgrade),
+            num(cb.first_get_after_upgrade),
         );
     }
     t += &format!(
-        "\nA floor is the backend's SQL statement alone in a minimal message (`floor_kv_put` and \
+        "\nMainnet charges 80,000 instructions for each 64 KiB Wasm page of heap or stable memory a \
+         message first accesses and 80,000 more for each page it first writes (a query: accessed \
+         pages only), the IC's memory tracker since August 2026 (`docs/mainnet.md`); canbench 0.7's \
+         PocketIC predates it, so its figure leaves them out. \"Its pages\" are the Wasm pages the \
+         call accessed / wrote, heap and stable together (`per_call_results.yml` splits them; a \
+         query's writes are undone and not charged). \
+         Each model's figures come from its own install and load of the data set. \
+         A floor is the backend's SQL statement alone in a minimal message (`floor_kv_put` and \
          `floor_kv_get` of the benchmark canister, `canister/src/floor.rs`: the same cached statement, \
          plain Candid arguments, the controller check for the write, a `nat64` reply), measured on the \
          same database after an upgrade to the benchmark wasm and a rewrite of the data set that fills \
          the page cache again, as the endpoints found it, median of the same number of calls. \
          The floor under every call: `kv_len` of an empty heap map, a query that touches no data, costs {} \
-         instructions (decoding the argument, ic-cdk's entry, encoding the reply; the reply's type table is \
-         built once and kept, `stablebench_grid::reply`). \
+         instructions on mainnet ({} under canbench: decoding the argument, ic-cdk's entry, encoding the \
+         reply; the reply's type table is built once and kept, `stablebench_grid::reply`). \
          The rest of a column's whole-message figure is the operation, the backend's own work around it \
-         (for SQLite, the statement and its transaction) and the key and value crossing Candid.\n",
-        stablebench::report::grouped(r.floor)
+         (for SQLite, the statement and its transaction), the key and value crossing Candid and, on \
+         mainnet, the pages all of it touches.\n",
+        num(r.mainnet.floor),
+        num(r.canbench.floor),
     );
     t + &every_call_table(r)
 }
 
 /// Every key-value endpoint's call at the reference size and ten times it, next to its floor
-/// where it has one: the shape of the users/orders endpoint table.
+/// where it has one, on mainnet and under canbench: the shape of the users/orders endpoint table.
 fn every_call_table(r: &Results) -> String {
     let num = stablebench::report::grouped;
-    let ten_keys = r.ten_x.as_ref().map_or("ten times the keys".to_string(), |t| format!("{} keys", num(t.keys)));
+    let tens = [&r.mainnet, &r.canbench].map(|m| m.ten_x.as_ref());
+    let ten_keys =
+        tens.iter().flatten().next().map_or("ten times the keys".to_string(), |t| format!("{} keys", num(t.keys)));
     let mut t = format!(
         "\nEvery key-value endpoint, one call each, at {} keys and at {ten_keys} (`kv_load` rewrites one \
-         entry, its smallest call; `kv_len` is the answer to \"how many keys\": SQLite counts the table):\n\n\
-         | backend | call | {} keys | floor | ratio | {ten_keys} | floor | ratio |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+         entry, its smallest call; `kv_len` is the answer to \"how many keys\": SQLite counts the table), \
+         on mainnet and under canbench:\n\n\
+         | backend | call | {} keys on mainnet | floor | ratio | its pages | canbench | floor | ratio | {ten_keys} on mainnet | canbench |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         num(r.keys),
         num(r.keys),
     );
     type Pick = fn(&PerCall) -> (Option<u64>, Option<u64>);
-    let calls: [(&str, Pick); 6] = [
-        ("`kv_put`", |p| (Some(p.put.median), p.put_floor)),
-        ("`kv_get`", |p| (Some(p.get.median), p.get_floor)),
-        ("`kv_len`", |p| (p.len, None)),
-        ("`kv_load` of one entry", |p| (p.load_one, None)),
-        ("upgrade", |p| (Some(p.upgrade), None)),
-        ("first `kv_get` after it", |p| (Some(p.first_get_after_upgrade), None)),
+    let calls: [(&str, &str, Pick); 6] = [
+        ("`kv_put`", "kv_put", |p| (Some(p.put.median), p.put_floor)),
+        ("`kv_get`", "kv_get", |p| (Some(p.get.median), p.get_floor)),
+        ("`kv_len`", "kv_len", |p| (p.len, None)),
+        ("`kv_load` of one entry", "kv_load", |p| (p.load_one, None)),
+        ("upgrade", "upgrade", |p| (Some(p.upgrade), None)),
+        ("first `kv_get` after it", "first_kv_get", |p| (Some(p.first_get_after_upgrade), None)),
     ];
-    let cells = |p: Option<&PerCall>, pick: Pick| -> String {
+    let with_floor = |p: Option<&PerCall>, pick: Pick| -> String {
         match p.map(pick) {
             Some((Some(n), Some(f))) => format!("{} | {} | {:.2}x", num(n), num(f), n as f64 / f as f64),
             Some((Some(n), None)) => format!("{} | – | –", num(n)),
             _ => "not measured | | ".to_string(),
         }
     };
-    for (name, p) in &r.backends {
-        let ten = r.ten_x.as_ref().and_then(|t| t.backends.get(name));
-        for (call, pick) in calls {
-            t += &format!("| `{name}` | {call} | {} | {} |\n", cells(Some(p), pick), cells(ten, pick));
+    let alone = |p: Option<&PerCall>, pick: Pick| -> String {
+        p.and_then(|p| pick(p).0).map_or("not measured".to_string(), num)
+    };
+    for (name, ic) in &r.mainnet.backends {
+        let cb = r.canbench.backends.get(name);
+        let [ic_ten, cb_ten] = tens.map(|t| t.and_then(|t| t.backends.get(name)));
+        for (call, key, pick) in calls {
+            t += &format!(
+                "| `{name}` | {call} | {} | {} | {} | {} | {} |\n",
+                with_floor(Some(ic), pick),
+                pages_text(ic.pages.get(key)),
+                with_floor(cb, pick),
+                alone(ic_ten, pick),
+                alone(cb_ten, pick),
+            );
         }
     }
     t + "\n`kv_load` of one entry writes the entry and its warm-up twin (two upserts in one \
          transaction, the meter, the `Batch` reply): about two `kv_put` floors, so it has no floor \
          of its own. `kv_len` on SQLite runs `count(*)`, which reads the whole table: it grows with \
          the keys (the query budget stops it with an error before the query limit).\n"
+}
+
+/// One figure of a backend's calls.
+type Figure = fn(&PerCall) -> u64;
+
+/// `docs/per_call_profiles.md`: the SQLite backends' calls under every deployable profile, on
+/// mainnet and under canbench.
+fn profiles_doc(r: &Results) -> String {
+    let num = stablebench::report::grouped;
+    let mut t = format!(
+        "# One key-value call under each pragma profile\n\n\
+         Generated by `STABLEBENCH_REGENERATE_PER_CALL=1 STABLEBENCH_PER_CALL_PROFILES=1 cargo test --release \
+         -p stablebench-runner --test per_call` (`per_call_results.yml`, `profiles`). The README's per-call \
+         measurement (whole messages on the production wasm, {} keys loaded with `kv_load`, the median of \
+         {CALLS} calls) of the two SQLite layouts, with the canister installed under each deployable pragma \
+         profile (`(opt record {{ profile = opt \"<name>\" }})`), once under the runner's `ic` cost model (mainnet \
+         since the IC's memory tracker: 80,000 instructions per 64 KiB Wasm page a message accesses, 80,000 \
+         more per page it writes) and once under `canbench`'s. Pages: accessed / written, heap and stable \
+         together. The cheapest mainnet figure of each column is in bold; `{}` is the recommended profile.\n\n",
+        num(r.keys),
+        DEFAULT.name,
+    );
+    // The answer first: per backend and call, the cheapest profile on mainnet against the recommended one.
+    for b in SQLITE_BACKENDS {
+        let of = |p: &str| r.mainnet.profiles.get(p).and_then(|m| m.get(b.name()));
+        let Some(recommended) = of(DEFAULT.name) else { continue };
+        let calls: [(&str, Figure); 3] =
+            [("`kv_put`", |p| p.put.median), ("`kv_get`", |p| p.get.median), ("an upgrade", |p| p.upgrade)];
+        let parts: Vec<String> = calls
+            .iter()
+            .filter_map(|(call, pick)| {
+                let (name, best) = r
+                    .mainnet
+                    .profiles
+                    .iter()
+                    .filter_map(|(n, m)| Some((n, m.get(b.name())?)))
+                    .min_by_key(|(_, p)| pick(p))?;
+                Some(format!(
+                    "{call}: `{name}` ({}, {:.2}x cheaper than `{}`'s {})",
+                    num(pick(best)),
+                    pick(recommended) as f64 / pick(best) as f64,
+                    DEFAULT.name,
+                    num(pick(recommended))
+                ))
+            })
+            .collect();
+        t += &format!("- **`{}`**, cheapest on mainnet for {}.\n", b.name(), parts.join("; "));
+    }
+    t += "\n";
+    for b in SQLITE_BACKENDS {
+        let rows: Vec<(&Profile, &PerCall, Option<&PerCall>)> = PROFILES
+            .iter()
+            .filter_map(|p| {
+                let ic = r.mainnet.profiles.get(p.name)?.get(b.name())?;
+                Some((p, ic, r.canbench.profiles.get(p.name).and_then(|m| m.get(b.name()))))
+            })
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let picks: [Figure; 4] = [|p| p.put.median, |p| p.get.median, |p| p.upgrade, |p| p.first_get_after_upgrade];
+        let best = picks.map(|pick| rows.iter().map(|(_, ic, _)| pick(ic)).min().unwrap_or(0));
+        t += &format!(
+            "## `{}`\n\n| profile | `kv_put` on mainnet | canbench | its pages | `kv_get` on mainnet | canbench | its pages | upgrade on mainnet | first `kv_get` after it on mainnet |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+            b.name()
+        );
+        for (p, ic, cb) in rows {
+            let cell = |i: usize| {
+                let v = picks[i](ic);
+                if v == best[i] {
+                    format!("**{}**", num(v))
+                } else {
+                    num(v)
+                }
+            };
+            let canbench = |pick: Figure| cb.map_or("not measured".to_string(), |c| num(pick(c)));
+            let name =
+                if p.name == DEFAULT.name { format!("`{}` (recommended)", p.name) } else { format!("`{}`", p.name) };
+            t += &format!(
+                "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+                cell(0),
+                canbench(picks[0]),
+                pages_text(ic.pages.get("kv_put")),
+                cell(1),
+                canbench(picks[1]),
+                pages_text(ic.pages.get("kv_get")),
+                cell(2),
+                cell(3),
+            );
+        }
+        t += "\n";
+    }
+    t
 }
 
 /// `report::splice`, failing the test on a missing marker.
@@ -401,60 +632,95 @@ fn splice(doc: &str, name: &str, body: &str) -> String {
 
 #[test]
 fn one_call_per_backend_costs_what_the_committed_results_say() {
-    let backends = |keys: u64| -> BTreeMap<String, PerCall> {
-        BACKENDS
-            .iter()
-            .map(|b| (b.name().to_string(), measure(*b, keys)))
-            .chain([(Backend::SqliteVfsRowid.name().to_string(), measure_vfs(keys))])
-            .collect()
+    let ten_x = std::env::var_os("STABLEBENCH_PER_CALL_10X").is_some();
+    let profiles = std::env::var_os("STABLEBENCH_PER_CALL_PROFILES").is_some();
+    let mut measured = Results {
+        keys: DB_WEIGHT_SIZE,
+        canbench: Measured::at(DB_WEIGHT_SIZE, CostModel::Canbench, ten_x),
+        mainnet: Measured::at(DB_WEIGHT_SIZE, CostModel::Ic, ten_x),
     };
-    let ten_x = std::env::var_os("STABLEBENCH_PER_CALL_10X")
-        .map(|_| Scaled { keys: 10 * DB_WEIGHT_SIZE, backends: backends(10 * DB_WEIGHT_SIZE) });
-    let measured = Results { keys: DB_WEIGHT_SIZE, floor: floor(), backends: backends(DB_WEIGHT_SIZE), ten_x };
-    for (name, p) in measured.backends.iter().chain(measured.ten_x.iter().flat_map(|t| &t.backends)) {
-        eprintln!("{name}: {p:?}");
+    if profiles {
+        measured.canbench.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Canbench);
+        measured.mainnet.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Ic);
+    }
+    for (model, m) in [("canbench", &measured.canbench), ("mainnet", &measured.mainnet)] {
+        for (name, p) in m.backends.iter().chain(m.ten_x.iter().flat_map(|t| &t.backends)) {
+            eprintln!("{model} {name}: {p:?}");
+        }
     }
     let readme = std::fs::read_to_string(README).unwrap();
     let committed: Option<Results> =
         std::fs::read_to_string(RESULTS).ok().map(|s| serde_yaml::from_str(&s).expect("per_call_results.yml parses"));
     if std::env::var_os("STABLEBENCH_REGENERATE_PER_CALL").is_some() {
-        let mut measured = measured;
-        if measured.ten_x.is_none() {
-            measured.ten_x = committed.and_then(|c| c.ten_x);
+        if let Some(c) = committed {
+            if !ten_x {
+                measured.canbench.ten_x = c.canbench.ten_x;
+                measured.mainnet.ten_x = c.mainnet.ten_x;
+            }
+            if !profiles {
+                measured.canbench.profiles = c.canbench.profiles;
+                measured.mainnet.profiles = c.mainnet.profiles;
+            }
         }
         let yml = format!(
-            "# Generated by `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`;\n# whole-message instructions on the production wasm through the offline runner. Do not edit.\n{}",
+            "# Generated by `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`;\n# whole-message instructions on the production wasm through the offline runner, under the canbench cost model\n# (top level) and the ic cost model (`mainnet`), with the 64 KiB Wasm pages each call touched. Do not edit.\n{}",
             serde_yaml::to_string(&measured).unwrap()
         );
         std::fs::write(RESULTS, yml).unwrap();
         std::fs::write(README, splice(&readme, "per-call-table", &table(&measured))).unwrap();
+        std::fs::write(PROFILES_DOC, profiles_doc(&measured)).unwrap();
         return;
     }
     let committed = committed.expect("per_call_results.yml");
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
     let same = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if close(a, b)) || a == b;
-    // (measured, committed) per size: the reference size, and ten times it when it was measured.
-    let mut sizes = vec![(&measured.backends, &committed.backends)];
-    if let Some(t) = &measured.ten_x {
-        let c = committed.ten_x.as_ref().expect("per_call_results.yml has no 10x figures: regenerate it");
-        assert_eq!(t.keys, c.keys);
-        sizes.push((&t.backends, &c.backends));
-    }
-    for (name, p, committed_backends) in sizes.into_iter().flat_map(|(m, c)| m.iter().map(move |(n, p)| (n, p, c))) {
-        let c = committed_backends.get(name).unwrap_or_else(|| panic!("{name} is not in per_call_results.yml"));
-        let pairs = [
-            (p.put.median, c.put.median),
-            (p.get.median, c.get.median),
-            (p.upgrade, c.upgrade),
-            (p.first_get_after_upgrade, c.first_get_after_upgrade),
-            (measured.floor, committed.floor),
-        ];
-        let optional =
-            [(p.put_floor, c.put_floor), (p.get_floor, c.get_floor), (p.len, c.len), (p.load_one, c.load_one)];
-        assert!(
-            pairs.iter().all(|&(a, b)| close(a, b)) && optional.iter().all(|&(a, b)| same(a, b)),
-            "{name}: measured {p:?}, committed {c:?}: regenerate per_call_results.yml"
-        );
+    let pages_close = |a: &BTreeMap<String, PageCounts>, b: &BTreeMap<String, PageCounts>| {
+        a.len() == b.len()
+            && a.iter().zip(b).all(|((ka, pa), (kb, pb))| {
+                ka == kb && close(pa.accessed(), pb.accessed()) && close(pa.written(), pb.written())
+            })
+    };
+    for (model, m, c) in
+        [("canbench", &measured.canbench, &committed.canbench), ("mainnet", &measured.mainnet, &committed.mainnet)]
+    {
+        // (measured, committed) per size: the reference size, and ten times it when it was measured.
+        let mut sizes = vec![(&m.backends, &c.backends)];
+        if let Some(t) = &m.ten_x {
+            let c = c.ten_x.as_ref().expect("per_call_results.yml has no 10x figures: regenerate it");
+            assert_eq!(t.keys, c.keys);
+            sizes.push((&t.backends, &c.backends));
+        }
+        // The profile sweep, when it was measured: every profile's SQLite backends.
+        for (profile, backends) in &m.profiles {
+            let c = c.profiles.get(profile).unwrap_or_else(|| panic!("{model} profile {profile} is not committed"));
+            sizes.push((backends, c));
+        }
+        for (name, p, committed_backends) in sizes.into_iter().flat_map(|(m, c)| m.iter().map(move |(n, p)| (n, p, c)))
+        {
+            let c_p =
+                committed_backends.get(name).unwrap_or_else(|| panic!("{model} {name} is not in per_call_results.yml"));
+            let pairs = [
+                (p.put.median, c_p.put.median),
+                (p.get.median, c_p.get.median),
+                (p.upgrade, c_p.upgrade),
+                (p.first_get_after_upgrade, c_p.first_get_after_upgrade),
+                (m.floor, c.floor),
+            ];
+            let optional = [
+                (p.put_floor, c_p.put_floor),
+                (p.get_floor, c_p.get_floor),
+                (p.len, c_p.len),
+                (p.load_one, c_p.load_one),
+            ];
+            assert!(
+                pairs.iter().all(|&(a, b)| close(a, b))
+                    && optional.iter().all(|&(a, b)| same(a, b))
+                    && pages_close(&p.pages, &c_p.pages),
+                "{model} {name}: measured {p:?}, committed {c_p:?}: regenerate per_call_results.yml"
+            );
+        }
     }
     assert_eq!(readme, splice(&readme, "per-call-table", &table(&committed)), "the README's per-call table is stale");
+    let doc = std::fs::read_to_string(PROFILES_DOC).unwrap_or_default();
+    assert_eq!(doc, profiles_doc(&committed), "docs/per_call_profiles.md is stale: regenerate it");
 }

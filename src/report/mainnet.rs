@@ -275,6 +275,16 @@ pub fn generate(
     );
     let _ = writeln!(
         md,
+        "**Whole messages.** The production canisters' endpoints, one call at a time as a user \
+         calls them (Candid, access checks, the operation, its commit, the reply), are measured \
+         under both models too: the README's per-call table (`kv_put`, `kv_get`, `kv_len`, \
+         `kv_load`, upgrades, each SQLite call against its floor), its endpoint table (every \
+         users/orders endpoint at 1x and 10x), its example canisters' tables, and \
+         [per_call_profiles.md](per_call_profiles.md) (one key-value call under every pragma \
+         profile).\n"
+    );
+    let _ = writeln!(
+        md,
         "Over the {n_cells} benchmarks measured both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
          canbench's. {changed} of the {} answers below change.\n",
         answers.len()
