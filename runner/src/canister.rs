@@ -624,6 +624,13 @@ impl Canister {
         Ok(c)
     }
 
+    /// With profiled code (`Metering::Profiled`) that tracks pages: attributes each Wasm page a
+    /// message touches to the function that touched it first (slower: the page marks are
+    /// collected at every function entry and exit). See [`crate::profile`], "Pages".
+    pub fn set_profile_pages(&mut self, on: bool) {
+        self.store.data_mut().profile_pages = on && self.code.info.tracks_pages;
+    }
+
     /// The profile of the last message, if the code is profiled (`Metering::Profiled`).
     pub fn take_profile(&mut self) -> Option<crate::profile::Profile> {
         self.store.data_mut().profile.take().map(|p| p.finish())

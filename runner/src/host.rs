@@ -412,6 +412,9 @@ pub struct Host {
     pub measure: Measure,
     /// Where the ic model starts (see [`IcFrom`]).
     pub ic_from: IcFrom,
+    /// With a profiled module: attribute each Wasm page to the function that touched it first
+    /// ([`crate::profile`], "Pages"). Collects the page marks at every function entry and exit.
+    pub profile_pages: bool,
 }
 
 /// The maps of a module that tracks the heap Wasm pages it touches (`instrument`, "Pages
@@ -631,6 +634,7 @@ impl Host {
             heap_pages: PageState::default(),
             measure: Measure::default(),
             ic_from: IcFrom::Start,
+            profile_pages: false,
         }
     }
 
@@ -697,6 +701,7 @@ impl Host {
         h.stable = StableMemory::from_bytes(self.stable.bytes.clone());
         h.model = self.model;
         h.ic_from = self.ic_from;
+        h.profile_pages = self.profile_pages;
         h
     }
 }

@@ -19,6 +19,13 @@
 //! between marks, so that a canbench measurement (the instructions between two
 //! `performance_counter(0)` calls, which is what `bench_fn` reports) can be profiled on its own
 //! ([`Profile::step`]).
+//!
+//! **Pages.** With [`Host::profile_pages`] on (and a module that tracks the Wasm pages it
+//! touches), every hook also collects the page marks (`host::page_counts`) and adds the pages
+//! first touched since the previous hook, heap and stable, accessed and written, to the function
+//! on top of the stack: where the pages the IC's memory tracker charges come from
+//! ([`Profile::pages`]). A page counts where it was first touched since the tracker last
+//! started (a message, or a measured step), as the tracker charges it.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -30,22 +37,38 @@ use stablebench_grid::grouped;
 use wasmparser::{KnownCustom, Name, Parser, Payload};
 use wasmtime::{Caller, Linker};
 
-use crate::host::{executed, Host};
+use crate::host::{executed, Host, PageCounts};
 use crate::instrument::{BULK_FRAME, PROFILE_ENTER, PROFILE_EXIT, PROFILE_MODULE};
 
 /// Adds the profiler's hooks to `linker` (for modules instrumented with `Metering::Profiled`).
 pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     linker.func_wrap(PROFILE_MODULE, PROFILE_ENTER, |mut c: Caller<'_, Host>, func: i32, counter: i64| {
+        attribute_pages(&mut c, None);
         let h = c.data_mut();
         let now = executed(h.limit, counter);
         h.profile.get_or_insert_with(Default::default).enter(func as u32, now);
     })?;
     linker.func_wrap(PROFILE_MODULE, PROFILE_EXIT, |mut c: Caller<'_, Host>, func: i32, counter: i64| {
+        attribute_pages(&mut c, Some(func as u32));
         let h = c.data_mut();
         let now = executed(h.limit, counter);
         h.profile.get_or_insert_with(Default::default).exit(func as u32, now);
     })?;
     Ok(())
+}
+
+/// With [`Host::profile_pages`]: adds the pages first touched since the previous hook to `func`
+/// (at an exit) or to the function on top of the stack (at an entry, `None`). Collecting may
+/// charge the ic model's page fees here instead of at the next counter read: the same total.
+fn attribute_pages(c: &mut Caller<'_, Host>, func: Option<u32>) {
+    if !c.data().profile_pages {
+        return;
+    }
+    let now = crate::host::page_counts(c);
+    if let Some(p) = c.data_mut().profile.as_mut() {
+        let func = func.unwrap_or(p.nodes[p.cur as usize].func);
+        p.touch_pages(func, now);
+    }
 }
 
 /// Called by the canister when a call of a message ends (returned or trapped), with the
@@ -123,6 +146,10 @@ pub struct Profiler {
     marks: Vec<(u64, Vec<(u32, u64)>)>,
     unbalanced: u64,
     mismatched: u64,
+    /// Per function: the Wasm pages it touched first (with `Host::profile_pages`).
+    pages: HashMap<u32, PageCounts>,
+    /// The page counts at the last hook.
+    pages_seen: PageCounts,
 }
 
 impl Default for Profiler {
@@ -136,6 +163,8 @@ impl Default for Profiler {
             marks: Vec::new(),
             unbalanced: 0,
             mismatched: 0,
+            pages: HashMap::new(),
+            pages_seen: PageCounts::default(),
         }
     }
 }
@@ -199,6 +228,28 @@ impl Profiler {
         }
     }
 
+    /// Adds the pages touched since the last hook (`now`: the counts since the tracker last
+    /// started) to `func`. Counts below the last ones mean the tracker started afresh.
+    fn touch_pages(&mut self, func: u32, now: PageCounts) {
+        let seen = self.pages_seen;
+        let fresh = now.heap_accessed < seen.heap_accessed
+            || now.heap_written < seen.heap_written
+            || now.stable_accessed < seen.stable_accessed
+            || now.stable_written < seen.stable_written;
+        let since = if fresh { PageCounts::default() } else { seen };
+        let new = PageCounts {
+            heap_accessed: now.heap_accessed - since.heap_accessed,
+            heap_written: now.heap_written - since.heap_written,
+            stable_accessed: now.stable_accessed - since.stable_accessed,
+            stable_written: now.stable_written - since.stable_written,
+        };
+        self.pages_seen = now;
+        if new != PageCounts::default() {
+            let e = self.pages.entry(func).or_default();
+            *e = e.plus(&new);
+        }
+    }
+
     fn mark(&mut self, now: u64) {
         self.charge(now);
         let segment = self.segment();
@@ -226,6 +277,8 @@ impl Profiler {
             self.cur = self.nodes[self.cur as usize].parent;
         }
         self.last = 0;
+        // The next execution's tracker starts afresh.
+        self.pages_seen = PageCounts::default();
     }
 
     /// The finished profile.
@@ -241,6 +294,7 @@ impl Profiler {
             segments,
             unbalanced: self.unbalanced,
             mismatched: self.mismatched,
+            pages: self.pages,
         }
     }
 }
@@ -258,9 +312,18 @@ pub struct Profile {
     segments: Vec<Vec<(u32, u64)>>,
     unbalanced: u64,
     mismatched: u64,
+    pages: HashMap<u32, PageCounts>,
 }
 
 impl Profile {
+    /// Per function, the Wasm pages it touched first (with `Host::profile_pages`; empty
+    /// otherwise), most pages (accessed, then written) first.
+    pub fn pages(&self) -> Vec<(u32, PageCounts)> {
+        let mut v: Vec<(u32, PageCounts)> = self.pages.iter().map(|(f, p)| (*f, *p)).collect();
+        v.sort_by_key(|(f, p)| (std::cmp::Reverse((p.accessed(), p.written())), *f));
+        v
+    }
+
     /// The whole message's call tree.
     pub fn tree(&self) -> CallTree {
         CallTree { func: self.func.clone(), parent: self.parent.clone(), count: self.count.clone() }
@@ -420,6 +483,38 @@ impl CallTree {
         }
         out
     }
+}
+
+/// The functions that touched the most Wasm pages first, as a Markdown table.
+pub fn pages_report(pages: &[(u32, PageCounts)], names: &Names) -> String {
+    let total = pages.iter().fold(PageCounts::default(), |t, (_, p)| t.plus(p));
+    let mut out = format!(
+        "\n## Wasm pages by the function that touched them first\n\nThe 64 KiB pages of heap and stable memory the \
+         query touched (each counted again where a measured step starts the tracker afresh), by the function on top of \
+         the stack at the first access or first write: {} accessed and {} written in all (heap {} / {}, stable {} / {}), \
+         which mainnet's memory tracker charges 80,000 instructions each.\n\n\
+         | function | bucket | heap accessed | heap written | stable accessed | stable written |\n|---|---|---:|---:|---:|---:|\n",
+        total.accessed(),
+        total.written(),
+        total.heap_accessed,
+        total.heap_written,
+        total.stable_accessed,
+        total.stable_written,
+    );
+    for (func, p) in pages.iter().take(25) {
+        let name = names.get(*func);
+        let _ = writeln!(
+            out,
+            "| `{}` | {} | {} | {} | {} | {} |",
+            name.replace('|', "\\|"),
+            bucket(&name).label(),
+            p.heap_accessed,
+            p.heap_written,
+            p.stable_accessed,
+            p.stable_written
+        );
+    }
+    out
 }
 
 /// The name of [`BULK_FRAME`] in profiles.
@@ -679,6 +774,8 @@ pub struct Output {
     pub dir: PathBuf,
     /// The module's function names.
     pub names: Names,
+    /// Whether to attribute the Wasm pages touched to functions (`--profile-pages`).
+    pub pages: bool,
 }
 
 /// What [`Output::write`] wrote for one benchmark.
@@ -728,6 +825,10 @@ impl Output {
                      profiled.\n\n";
         }
         text += &report(&query, &self.names, "The whole query (setup, measured step, checks)");
+        let pages = profile.pages();
+        if !pages.is_empty() {
+            text += &pages_report(&pages, &self.names);
+        }
         if profile.unbalanced() > 0 || profile.mismatched() > 0 {
             let _ = writeln!(
                 text,

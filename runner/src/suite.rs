@@ -72,6 +72,11 @@ pub struct BenchArgs {
     /// Where --profile writes.
     #[arg(long, value_name = "DIR", default_value = "target/profile")]
     pub profile_dir: PathBuf,
+    /// With --profile: also attribute every 64 KiB Wasm page the query touches (what mainnet's
+    /// memory tracker charges) to the function that touched it first, as a table in each
+    /// benchmark's profile. Slower: the page marks are collected at every function entry and exit.
+    #[arg(long, requires = "profile")]
+    pub profile_pages: bool,
     /// Run every benchmark's setup in its own query, as canbench does on PocketIC, instead of
     /// building each setup state once for the benchmarks that share it (the results are the
     /// same; see docs/runner.md). --profile implies it.
@@ -398,6 +403,7 @@ pub fn run_shared(
 }
 
 fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> Result<Run> {
+    c.set_profile_pages(profile.is_some_and(|p| p.pages));
     let started = Instant::now();
     let out = c.query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
     let wall = started.elapsed();
@@ -530,7 +536,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
                 cfg.wasm_path.display()
             );
         }
-        Some(profile::Output { dir: args.profile_dir.clone(), names })
+        if args.profile_pages && args.no_page_counts {
+            bail!("--profile-pages attributes the pages the code marks: not with --no-page-counts");
+        }
+        Some(profile::Output { dir: args.profile_dir.clone(), names, pages: args.profile_pages })
     } else {
         None
     };

@@ -4,16 +4,21 @@
 //! `__canbench__<name>` query: setup and measured step in one message) and once the live way
 //! (the setup in its own update calls, then the measured step in an update).
 //!
-//! What must hold, and why (the differences are the message boundary, nothing else):
-//! - a read of a store that keeps nothing in the heap between calls (StableBTreeMap) costs exactly
-//!   the same;
+//! What must hold, and why (the differences are the message boundary and the allocator's state it
+//! leaves, nothing else):
+//! - a read of a store that keeps nothing in the heap between calls (StableBTreeMap) costs the
+//!   same but for where its short-lived buffers land: within 1% (it was exact while Rust's
+//!   allocations shared wasi-libc's `malloc` with SQLite; since the canister gives them the
+//!   dlmalloc crate, the region's history moves the count: +0.66% measured on 2026-11-26; not
+//!   traced further: probably which requests the allocator serves from never-used memory);
 //! - a write costs at least as much live: the IC charges 1,000 instructions for each 4 KiB stable
 //!   page a message dirties first, and canbench's setup has already dirtied, in the same message,
 //!   the pages the step writes again;
-//! - what allocates in the heap (SQLite's page and statement caches, the heap map's values) differs
-//!   by less than canbench's 2% noise threshold: the live setup filled the heap in other messages,
-//!   so the allocator's free lists differ (measured: the heap map's read +0.06%, SQLite reads
-//!   -0.1% to +0.5%).
+//! - what allocates in the heap (SQLite's page and statement caches, the heap map's values, a
+//!   sysrepo try's documents) differs by less than 4%: the live setup filled the heap in other
+//!   messages, so the allocator's free lists differ (measured on 2026-11-26 with the dlmalloc
+//!   crate: the heap map's cold read -3.0%, a sysrepo try -2.0%; with wasi-libc's `malloc` for
+//!   both, before: +0.06% and within 2%).
 
 use stablebench_canister::Error;
 use stablebench_grid::live::SetupProgress;
@@ -45,10 +50,20 @@ fn both(name: &str) -> (u64, u64) {
     (expected, report.instructions)
 }
 
+/// How far a live figure may be from canbench's where the heap's history differs (module docs).
+const HEAP_HISTORY: f64 = 0.04;
+
+/// `live` within `share` of `canbench`.
+fn within(name: &str, canbench: u64, live: u64, share: f64) {
+    let deviation = canbench.abs_diff(live) as f64 / canbench as f64;
+    assert!(deviation < share, "{name}: canbench {canbench}, live {live} ({:.2}%)", deviation * 100.0);
+}
+
 #[test]
-fn a_read_of_the_stable_map_costs_exactly_what_canbench_measures() {
-    let (canbench, live) = both("stable_btreemap_trie_read_10k_warm");
-    assert_eq!(live, canbench);
+fn a_read_of_the_stable_map_costs_what_canbench_measures() {
+    let name = "stable_btreemap_trie_read_10k_warm";
+    let (canbench, live) = both(name);
+    within(name, canbench, live, 0.01);
 }
 
 #[test]
@@ -59,7 +74,7 @@ fn a_live_write_pays_for_the_pages_canbench_setup_had_dirtied() {
 }
 
 #[test]
-fn heap_and_sqlite_cells_agree_within_canbench_noise() {
+fn heap_and_sqlite_cells_agree_within_the_heaps_history() {
     for name in [
         "heap_btreemap_trie_read_10k_cold",
         "heap_btreemap_trie_upgrade_10k",
@@ -68,8 +83,7 @@ fn heap_and_sqlite_cells_agree_within_canbench_noise() {
         "sqlite_insert_users_100k_journal_memory_temp_file",
     ] {
         let (canbench, live) = both(name);
-        let deviation = (live as f64 - canbench as f64).abs() / canbench as f64;
-        assert!(deviation < 0.02, "{name}: canbench {canbench}, live {live} ({:.2}%)", deviation * 100.0);
+        within(name, canbench, live, HEAP_HISTORY);
     }
 }
 
@@ -83,8 +97,7 @@ fn sysrepo_cells_run_live_as_canbench_runs_them() {
         "sqlite_sysrepo_create_an_item_1k_journal_memory_temp_file",
     ] {
         let (canbench, live) = both(name);
-        let diff = canbench.abs_diff(live) as f64 / canbench as f64;
-        assert!(diff < 0.02, "{name}: canbench {canbench}, live {live}");
+        within(name, canbench, live, HEAP_HISTORY);
     }
 }
 

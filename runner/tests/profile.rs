@@ -277,3 +277,49 @@ fn functions_fall_into_their_buckets_by_name() {
         assert_eq!(bucket(name), expected, "{name}");
     }
 }
+
+const PAGES_MODULE: &str = r#"(module
+  (import "ic0" "msg_reply" (func $reply))
+  (memory 4)
+  ;; Reads page 1.
+  (func $reader (result i32) i32.const 65536 i32.load)
+  ;; Writes pages 2 and 3, and reads page 1 again (already touched: not its page).
+  (func $writer
+    i32.const 131072 i32.const 1 i32.store
+    i32.const 196608 i32.const 2 i32.store
+    i32.const 65540 i32.load drop)
+  (func $m (export "canister_update m")
+    call $reader drop
+    call $writer
+    ;; Page 0, by the exported function itself, after its callees returned.
+    i32.const 8 i32.const 3 i32.store
+    call $reply))"#;
+
+/// `--profile-pages`: each Wasm page goes to the function that touched it first, accessed and
+/// written apart, counted afresh in every message (the memory tracker's window), and attributing
+/// changes no instruction count.
+#[test]
+fn each_page_is_attributed_to_the_function_that_touched_it_first() {
+    use stablebench_runner::host::PageCounts;
+    let wasm = wat::parse_str(PAGES_MODULE).expect("valid wat");
+    let names = Names::from_wasm(&wasm).unwrap();
+    let code = Code::new(&wasm, Metering::Profiled).expect("instruments and compiles");
+    let (mut c, _) = Canister::install(code.clone(), &[], Options::default()).expect("installs");
+    c.set_profile_pages(true);
+    let heap = |accessed, written| PageCounts { heap_accessed: accessed, heap_written: written, ..Default::default() };
+    for _ in 0..2 {
+        let out = c.update("m", &[], Principal::anonymous());
+        out.result.as_ref().expect("replies");
+        let pages: Vec<(String, PageCounts)> =
+            c.take_profile().expect("profiled").pages().into_iter().map(|(f, p)| (names.get(f), p)).collect();
+        let expected = [("writer", heap(2, 2)), ("m", heap(1, 1)), ("reader", heap(1, 0))];
+        assert_eq!(pages, expected.map(|(n, p)| (n.to_string(), p)), "the second message counts afresh too");
+        assert_eq!(out.pages, heap(4, 3), "the message's own count is the sum");
+    }
+    // Off: no attribution, and the same instructions.
+    let (mut plain, _) = Canister::install(code, &[], Options::default()).expect("installs");
+    let (out, attributed) =
+        (plain.update("m", &[], Principal::anonymous()), c.update("m", &[], Principal::anonymous()));
+    assert!(plain.take_profile().expect("profiled").pages().is_empty());
+    assert_eq!(out.instructions, attributed.instructions);
+}

@@ -10,6 +10,13 @@
 use candid::{CandidType, Deserialize};
 use ic_rusqlite::{close_connection, with_connection, OptionalExtension};
 
+/// Rust's allocations in a heap of their own (the dlmalloc crate, `features = ["global"]`), away
+/// from SQLite's page cache in wasi-libc's `malloc`: a message's short-lived allocations then reuse
+/// a few Wasm pages instead of free chunks scattered among the cached pages, each of which
+/// mainnet's memory tracker charges.
+#[global_allocator]
+static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
+
 /// Install and upgrade argument: `dfx deploy --argument '(opt record { wasm_memory_limit = opt 1_073_741_824 })'`.
 #[derive(CandidType, Deserialize, Default)]
 pub struct InitArgs {
