@@ -276,6 +276,15 @@ impl Code {
         Code::with_tracking(&bytes, metering, tracking).with_context(|| format!("loading {}", path.display()))
     }
 
+    /// Whether this code can run under `model`: the `ic` model charges the pages a message
+    /// touches, so the code must track them.
+    fn supports(&self, model: CostModel) -> Result<()> {
+        if model == CostModel::Ic && !self.info.tracks_pages {
+            bail!("the ic cost model charges the pages a message touches: the code must track them");
+        }
+        Ok(())
+    }
+
     /// True if the module exports `name`.
     pub fn exports(&self, name: &str) -> bool {
         self.exports.iter().any(|e| e == name)
@@ -448,9 +457,7 @@ impl Canister {
     /// Creates and installs a canister: `start`, then `canister_init(arg)`, within the install
     /// limit. A trap leaves nothing: the error says why.
     pub fn install(code: Arc<Code>, arg: &[u8], opts: Options) -> Result<(Canister, Outcome)> {
-        if opts.cost_model == CostModel::Ic && !code.info.tracks_pages {
-            bail!("the ic cost model charges the pages a message touches: the code must track them");
-        }
+        code.supports(opts.cost_model)?;
         let (store, instance) = instantiate(&code, opts.host())?;
         let mut c = Canister {
             code,
@@ -593,9 +600,7 @@ impl Canister {
     /// Charges what `model` charges from the next message on (the `ic` model needs code that
     /// tracks the pages it touches, as [`Code::new`]'s does).
     pub fn set_cost_model(&mut self, model: CostModel) -> Result<()> {
-        if model == CostModel::Ic && !self.code.info.tracks_pages {
-            bail!("the ic cost model charges the pages a message touches: the code must track them");
-        }
+        self.code.supports(model)?;
         self.opts.cost_model = model;
         self.store.data_mut().model = model;
         Ok(())

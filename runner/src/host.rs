@@ -499,6 +499,17 @@ impl PageCounts {
         self.accessed() * ACCESS_FEE + if update { self.written() * WRITE_FEE } else { 0 }
     }
 
+    /// `self - earlier`, field by field (`earlier` counted in the same window, so no field is
+    /// larger).
+    pub fn minus(&self, earlier: &PageCounts) -> PageCounts {
+        PageCounts {
+            heap_accessed: self.heap_accessed - earlier.heap_accessed,
+            heap_written: self.heap_written - earlier.heap_written,
+            stable_accessed: self.stable_accessed - earlier.stable_accessed,
+            stable_written: self.stable_written - earlier.stable_written,
+        }
+    }
+
     /// `self + other`, field by field.
     pub fn plus(&self, other: &PageCounts) -> PageCounts {
         PageCounts {

@@ -236,13 +236,7 @@ impl Profiler {
             || now.heap_written < seen.heap_written
             || now.stable_accessed < seen.stable_accessed
             || now.stable_written < seen.stable_written;
-        let since = if fresh { PageCounts::default() } else { seen };
-        let new = PageCounts {
-            heap_accessed: now.heap_accessed - since.heap_accessed,
-            heap_written: now.heap_written - since.heap_written,
-            stable_accessed: now.stable_accessed - since.stable_accessed,
-            stable_written: now.stable_written - since.stable_written,
-        };
+        let new = if fresh { now } else { now.minus(&seen) };
         self.pages_seen = now;
         if new != PageCounts::default() {
             let e = self.pages.entry(func).or_default();

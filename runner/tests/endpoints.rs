@@ -28,7 +28,7 @@
 //! it, the committed 10x figures stay as they are.
 
 mod common;
-use common::{bench_code, code, decode, unit};
+use common::{bench_code, code, decode, pages_text, unit, MAINNET_CHARGES};
 
 use std::collections::BTreeMap;
 
@@ -269,11 +269,12 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
     ROWS.iter()
         .zip(endpoint.into_iter().zip(floors))
         .map(|((call, _), (e, f))| {
+            let mid = median_call(&e);
             let cell = Cell {
-                instructions: median(&e, |m| m.instructions),
+                instructions: mid.instructions,
                 floor: (!f.is_empty()).then(|| median(&f, |m| m.instructions)),
                 reply_bytes: median(&e, |m| m.reply_bytes),
-                pages: median_call(&e).pages,
+                pages: mid.pages,
             };
             (call.to_string(), cell)
         })
@@ -299,7 +300,7 @@ fn table(r: &Results) -> String {
         out += &format!("| `{call}` |");
         let ic = cell(&r.mainnet, "1x", call);
         out += &with_floor(ic.clone());
-        out += &ic.map_or(" |".to_string(), |c| format!(" {} / {} |", c.pages.accessed(), c.pages.written()));
+        out += &ic.map_or(" |".to_string(), |c| format!(" {} |", pages_text(&c.pages)));
         out += &with_floor(cell(&r.sizes, "1x", call));
         out += &alone(cell(&r.mainnet, "10x", call));
         out += &alone(cell(&r.sizes, "10x", call));
@@ -309,10 +310,9 @@ fn table(r: &Results) -> String {
         }
         out += &format!(" {floor_sql} |\n");
     }
-    out + "\nMainnet charges 80,000 instructions for each 64 KiB Wasm page of heap or stable memory a \
-           message first accesses and 80,000 more for each page it first writes (a query: accessed \
-           pages only), the IC's memory tracker since August 2026 (`docs/mainnet.md`); canbench 0.7's \
-           PocketIC predates it. \"Its pages\": the Wasm pages the median call accessed / wrote, heap \
+    out + "\n"
+        + MAINNET_CHARGES
+        + ". \"Its pages\": the Wasm pages the median call accessed / wrote, heap \
            and stable together (`endpoints_results.yml` splits them; a query's writes are undone and \
            not charged). Each model's figures come from its own install and load.\n"
 }

@@ -11,7 +11,7 @@ mod common;
 use std::sync::Arc;
 
 use candid::{CandidType, Deserialize, Principal};
-use common::{code, decode, unit};
+use common::{code, decode, pages_text, unit};
 use serde_bytes::ByteBuf;
 use stablebench_canister::{Cost, Error};
 use stablebench_grid::grouped;
@@ -64,13 +64,7 @@ fn both_ways(c: &mut Canister, call: impl Fn(&mut Canister) -> Outcome) -> Strin
     let mut ic = on_mainnet(c);
     let (on_ic, on_canbench) = (call(&mut ic), call(c));
     assert!(on_ic.result.is_ok() && on_canbench.result.is_ok(), "{:?} / {:?}", on_ic.result, on_canbench.result);
-    format!(
-        "{} | {} | {} / {}",
-        grouped(on_ic.instructions),
-        grouped(on_canbench.instructions),
-        on_ic.pages.accessed(),
-        on_ic.pages.written()
-    )
+    format!("{} | {} | {}", grouped(on_ic.instructions), grouped(on_canbench.instructions), pages_text(&on_ic.pages))
 }
 
 /// The header of the examples' cost tables, after the first column's name.

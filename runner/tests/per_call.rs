@@ -23,7 +23,7 @@
 //! committed 10x figures stay as they are. Every call also has `kv_len` and a one-entry `kv_load`.
 
 mod common;
-use common::{bench_code, code, decode, unit};
+use common::{bench_code, code, decode, unit, MAINNET_CHARGES};
 
 use std::collections::BTreeMap;
 
@@ -391,9 +391,9 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
     (Series::of(puts).0.median, Series::of(gets).0.median)
 }
 
-/// A call's pages as a table cell: accessed / written (heap and stable together).
-fn pages_text(p: Option<&PageCounts>) -> String {
-    p.map_or("–".to_string(), |p| format!("{} / {}", p.accessed(), p.written()))
+/// A call's pages as a table cell, "–" if it has none.
+fn pages_cell(p: Option<&PageCounts>) -> String {
+    p.map_or("–".to_string(), common::pages_text)
 }
 
 fn table(r: &Results) -> String {
@@ -438,11 +438,11 @@ fn table(r: &Results) -> String {
             b.name(),
             num(ic.put.median),
             num(cb.put.median),
-            pages_text(ic.pages.get("kv_put")),
+            pages_cell(ic.pages.get("kv_put")),
             floor(ic.put.median, ic.put_floor),
             num(ic.get.median),
             num(cb.get.median),
-            pages_text(ic.pages.get("kv_get")),
+            pages_cell(ic.pages.get("kv_get")),
             floor(ic.get.median, ic.get_floor),
             opt(w(Op::TrieWrite(Cache::Warm))),
             opt(w(Op::TrieRead(Cache::Warm))),
@@ -453,10 +453,7 @@ fn table(r: &Results) -> String {
         );
     }
     t += &format!(
-        "\nMainnet charges 80,000 instructions for each 64 KiB Wasm page of heap or stable memory a \
-         message first accesses and 80,000 more for each page it first writes (a query: accessed \
-         pages only), the IC's memory tracker since August 2026 (`docs/mainnet.md`); canbench 0.7's \
-         PocketIC predates it, so its figure leaves them out. \"Its pages\" are the Wasm pages the \
+        "\n{MAINNET_CHARGES}, so its figure leaves them out. \"Its pages\" are the Wasm pages the \
          call accessed / wrote, heap and stable together (`per_call_results.yml` splits them; a \
          query's writes are undone and not charged). \
          Each model's figures come from its own install and load of the data set. \
@@ -519,7 +516,7 @@ fn every_call_table(r: &Results) -> String {
             t += &format!(
                 "| `{name}` | {call} | {} | {} | {} | {} | {} |\n",
                 with_floor(Some(ic), pick),
-                pages_text(ic.pages.get(key)),
+                pages_cell(ic.pages.get(key)),
                 with_floor(cb, pick),
                 alone(ic_ten, pick),
                 alone(cb_ten, pick),
@@ -612,10 +609,10 @@ fn profiles_doc(r: &Results) -> String {
                 "| {name} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
                 cell(0),
                 canbench(picks[0]),
-                pages_text(ic.pages.get("kv_put")),
+                pages_cell(ic.pages.get("kv_put")),
                 cell(1),
                 canbench(picks[1]),
-                pages_text(ic.pages.get("kv_get")),
+                pages_cell(ic.pages.get("kv_get")),
                 cell(2),
                 cell(3),
             );

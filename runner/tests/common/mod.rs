@@ -63,3 +63,16 @@ pub fn integrity_ok(c: &mut Canister) -> bool {
     sql(c, "SELECT * FROM pragma_integrity_check").expect("integrity_check").rows
         == vec![vec![Value::Text("ok".into())]]
 }
+
+/// Why a mainnet figure is larger than canbench's, as the per-call, endpoint and example tables
+/// say it (followed by what each table adds).
+pub const MAINNET_CHARGES: &str =
+    "Mainnet charges 80,000 instructions for each 64 KiB Wasm page of heap or stable memory a \
+     message first accesses and 80,000 more for each page it first writes (a query: accessed \
+     pages only), the IC's memory tracker since August 2026 (`docs/mainnet.md`); canbench 0.7's \
+     PocketIC predates it";
+
+/// A call's Wasm pages as a table cell: accessed / written, heap and stable together.
+pub fn pages_text(p: &stablebench_runner::host::PageCounts) -> String {
+    format!("{} / {}", p.accessed(), p.written())
+}
