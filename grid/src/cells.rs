@@ -207,6 +207,28 @@ impl Workload {
     }
 }
 
+/// How the offline runner gets a cell's mainnet figure (the ic cost model) in a run under both
+/// models ([`Cell::ic_pricing`]). A step is a timed part that would be a message of its own
+/// ([`MEASURE_LINE`]); the tracker prices each afresh, so a step's mainnet figure follows from
+/// canbench's and the pages the step touched (the tracker's fees added, the canbench model's
+/// 1,000-per-4-KiB stable write fee taken out) wherever the canister does nothing with the counter
+/// but subtract two reads. Where the runner can derive the figure it does, instead of running the
+/// steps a second time, and checks the derivation against what the canister reported.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IcPricing {
+    /// The measured part runs again under the ic model (a fork at its first step).
+    Measured,
+    /// One timed step: one canbench-rs `bench_fn`, no scopes (the users/orders steps).
+    OneStep,
+    /// Steps each timed by its first and last counter reads (two reads a step): `total` is their
+    /// sum (its `calls` their number), scope `max_scope` the largest of them, and there is no
+    /// other scope (sysrepo's tries).
+    Steps {
+        /// The scope that holds the largest step.
+        max_scope: &'static str,
+    },
+}
+
 /// One benchmark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cell {
@@ -498,13 +520,15 @@ pub const MEASURE_LINE: &str = "stablebench: measure";
 pub const SWITCHED_CELL_PREFIX: &str = "stablebench: went on as ";
 
 impl Cell {
-    /// Whether the cell's measured part is one timed step that would be one message (one
-    /// canbench-rs `bench_fn`, no scopes): the users/orders steps. Its mainnet figure then follows
-    /// from canbench's and the pages the step touched (the tracker's fees added, the canbench
-    /// model's stable write fee taken out), so the offline runner derives it instead of measuring
-    /// the step twice (docs/mainnet.md; `runner/tests/shared_setups.rs` checks the two agree).
-    pub fn measured_in_one_step(&self) -> bool {
-        matches!(self.op, Op::UsersOrders(_))
+    /// How the offline runner gets the cell's mainnet figure in a run under both cost models
+    /// (docs/mainnet.md; `runner/tests/shared_setups.rs` checks that every way agrees with a run
+    /// under the ic model alone).
+    pub fn ic_pricing(&self) -> IcPricing {
+        match self.op {
+            Op::UsersOrders(_) => IcPricing::OneStep,
+            Op::Sysrepo { .. } => IcPricing::Steps { max_scope: sysrepo::MAX_TRY_SCOPE },
+            Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade | Op::NodeStore | Op::Chia(_) => IcPricing::Measured,
+        }
     }
 
     /// How many setup stages the cell passes before its measured step (see [`Stage`]): a

@@ -174,10 +174,20 @@ pub struct Outcome {
     /// as the replica's tracker does; summed over them), if the code tracks them. In a benchmark
     /// query, the pages since its last measured step started (each step starts counting afresh).
     pub pages: PageCounts,
-    /// The pages of a benchmark's measured steps ([`host::Measure::pages`]).
-    pub step_pages: Option<PageCounts>,
+    /// A benchmark's measured steps ([`host::Measure::steps`]).
+    pub steps: Vec<host::Step>,
+}
+
+impl Outcome {
+    /// The pages of a benchmark's measured steps, summed; `None` if it marked none.
+    pub fn step_pages(&self) -> Option<PageCounts> {
+        host::steps_pages(&self.steps)
+    }
+
     /// The 4 KiB stable pages whose canbench write fee those steps paid.
-    pub stable_fee_pages: u64,
+    pub fn stable_fee_pages(&self) -> u64 {
+        host::steps_stable_fee_pages(&self.steps)
+    }
 }
 
 /// The wasmtime engine, configured as the replica configures its own where it matters
@@ -426,7 +436,7 @@ pub struct Canister {
     last: bool,
     /// The pages the current message's executions touched, and those of its measured steps
     /// (for its [`Outcome`]).
-    touched: (PageCounts, Option<(PageCounts, u64)>),
+    touched: (PageCounts, Vec<host::Step>),
 }
 
 /// Whether every execution of a heap-tracking canister is followed by a full comparison of the
@@ -692,8 +702,7 @@ impl Canister {
             output: Vec::new(),
             wall: Duration::ZERO,
             pages: PageCounts::default(),
-            step_pages: None,
-            stable_fee_pages: 0,
+            steps: Vec::new(),
         }
     }
 
@@ -710,7 +719,6 @@ impl Canister {
         self.touched = Default::default();
         let (result, used, dirtied, output) = self.call_context(kind, export, arg.to_vec(), caller);
         let (pages, steps) = std::mem::take(&mut self.touched);
-        let (step_pages, stable_fee_pages) = (steps.map(|s| s.0), steps.map_or(0, |s| s.1));
         Outcome {
             result,
             instructions: used,
@@ -720,8 +728,7 @@ impl Canister {
             output,
             wall: started.elapsed(),
             pages,
-            step_pages,
-            stable_fee_pages,
+            steps,
         }
     }
 
@@ -888,8 +895,7 @@ impl Canister {
             output: std::mem::take(&mut h.output),
             wall: started.elapsed(),
             pages: std::mem::take(&mut self.touched.0),
-            step_pages: None,
-            stable_fee_pages: 0,
+            steps: Vec::new(),
         }
     }
 
@@ -969,8 +975,7 @@ impl Canister {
                             reply: std::mem::take(&mut h.msg.reply),
                             rejected: h.msg.rejected.take(),
                             output: std::mem::take(&mut h.output),
-                            step_pages: h.measure.pages(),
-                            stable_fee_pages: h.measure.stable_fee_pages(),
+                            steps: h.measure.steps().to_vec(),
                         });
                     }
                     r
@@ -990,8 +995,8 @@ impl Canister {
         let pages = host::page_counts(&mut self.store);
         self.touched.0 = self.touched.0.plus(&pages);
         let m = &self.store.data().measure;
-        if let Some(steps) = m.pages() {
-            self.touched.1 = Some((steps, m.stable_fee_pages()));
+        if !m.steps().is_empty() {
+            self.touched.1 = m.steps().to_vec();
         }
         let used = executed(limit, counter.get(&mut self.store).unwrap_i64());
         crate::profile::end_call(self.store.data_mut(), used);

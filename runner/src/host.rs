@@ -552,24 +552,55 @@ pub enum IcFrom {
     FirstStep,
 }
 
-/// One measured step: its pages, and the 4 KiB stable pages the canbench model had charged its
-/// write fee for (`StableMemory::dirtied`) at its start and at its last counter read.
-#[derive(Clone, Copy, Debug, Default)]
-struct Step {
-    pages: PageCounts,
-    dirtied_at_start: u64,
-    dirtied: u64,
+/// One measured step, up to its last counter read: its pages, the 4 KiB stable pages the
+/// canbench model had charged its write fee for (`StableMemory::dirtied`) at its start and at
+/// its last read, and the counter's values at its first and last reads.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Step {
+    /// The Wasm pages it touched.
+    pub pages: PageCounts,
+    /// The 4 KiB stable pages the message had dirtied (`StableMemory::dirtied`) when it started.
+    pub dirtied_at_start: u64,
+    /// The same at its last read.
+    pub dirtied: u64,
+    /// What `performance_counter(0)` returned at the step's first read (where the canister's
+    /// timer starts).
+    pub first_read: u64,
+    /// What it returned at the step's last read.
+    pub last_read: u64,
+    /// How many times the step read the counter.
+    pub reads: u32,
+}
+
+impl Step {
+    /// The 4 KiB stable pages whose canbench write fee ([`DIRTY_PAGE_FEE`]) the step paid.
+    pub fn stable_fee_pages(&self) -> u64 {
+        self.dirtied - self.dirtied_at_start
+    }
+
+    /// What the step would have counted between its first and last reads under the ic model:
+    /// the canbench model's count, without its stable write fee, with the tracker's fees for the
+    /// step's pages (each step is priced as an update). Exact when the two models ran the same
+    /// code, which they do unless the canister acts on the counter's value inside the step.
+    pub fn ic_instructions(&self) -> u64 {
+        self.last_read - self.first_read + self.pages.fee(true) - DIRTY_PAGE_FEE * self.stable_fee_pages()
+    }
+}
+
+/// The pages of all `steps`, summed; `None` if there are none.
+pub fn steps_pages(steps: &[Step]) -> Option<PageCounts> {
+    (!steps.is_empty()).then(|| steps.iter().fold(PageCounts::default(), |a, s| a.plus(&s.pages)))
+}
+
+/// The 4 KiB stable pages whose canbench write fee ([`DIRTY_PAGE_FEE`]) `steps` paid.
+pub fn steps_stable_fee_pages(steps: &[Step]) -> u64 {
+    steps.iter().map(Step::stable_fee_pages).sum()
 }
 
 impl Measure {
-    /// The pages of all steps, summed; `None` if no step was marked.
-    pub fn pages(&self) -> Option<PageCounts> {
-        (!self.steps.is_empty()).then(|| self.steps.iter().fold(PageCounts::default(), |a, s| a.plus(&s.pages)))
-    }
-
-    /// The 4 KiB stable pages whose canbench write fee ([`DIRTY_PAGE_FEE`]) the steps paid.
-    pub fn stable_fee_pages(&self) -> u64 {
-        self.steps.iter().map(|s| s.dirtied - s.dirtied_at_start).sum()
+    /// The steps so far.
+    pub fn steps(&self) -> &[Step] {
+        &self.steps
     }
 }
 
@@ -607,10 +638,8 @@ pub struct ExecutionEnd {
     pub rejected: Option<String>,
     /// Its `debug_print` lines.
     pub output: Vec<String>,
-    /// The pages of its measured steps ([`Measure::pages`]).
-    pub step_pages: Option<PageCounts>,
-    /// The 4 KiB stable pages whose canbench write fee its steps paid ([`Measure::stable_fee_pages`]).
-    pub stable_fee_pages: u64,
+    /// Its measured steps ([`Measure::steps`]).
+    pub steps: Vec<Step>,
 }
 
 impl Host {
@@ -919,7 +948,7 @@ fn measure_read(c: &mut Caller<'_, Host>) -> HostResult<()> {
         c.data_mut().measure.as_update = true;
         restart_pages(c);
         let dirtied = c.data().stable.dirtied;
-        let step = Step { pages: PageCounts::default(), dirtied_at_start: dirtied, dirtied };
+        let step = Step { dirtied_at_start: dirtied, dirtied, ..Step::default() };
         c.data_mut().measure.steps.push(step);
     }
     Ok(())
@@ -1275,6 +1304,10 @@ fn add_status(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
             let (pages, dirtied) = (page_counts(&mut c), c.data().stable.dirtied);
             if let Some(step) = c.data_mut().measure.steps.last_mut() {
                 (step.pages, step.dirtied) = (pages, dirtied);
+                if step.reads == 0 {
+                    step.first_read = value;
+                }
+                (step.last_read, step.reads) = (value, step.reads + 1);
             }
         }
         Ok(value as i64)

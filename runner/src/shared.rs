@@ -32,9 +32,9 @@
 //! `host::Measure`), its process forks once more; the copy goes on under the ic model (the IC's
 //! memory tracker, `replica::memory_tracker`) and writes its outcome beside the canbench one,
 //! while the process waits for it, then goes on under the canbench model. The setup runs once,
-//! the measured part twice; except where the grid says the measured part is one step
-//! (`Cell::measured_in_one_step`, the users/orders steps), whose mainnet figure follows from the
-//! canbench one and the step's pages ([`crate::suite::derive_ic`]).
+//! the measured part twice; except where the grid says how the mainnet figure follows from the
+//! canbench one and the steps' pages (`Cell::ic_pricing`: the users/orders steps, one step each,
+//! and sysrepo's tries, a step each), which the runner derives ([`crate::suite::derive_ic`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::os::fd::RawFd;
@@ -44,11 +44,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 use candid::Principal;
-use stablebench_grid::cells::{self, Canister as GridCanister, SWITCHED_CELL_PREFIX};
+use stablebench_grid::cells::{self, Canister as GridCanister, IcPricing, SWITCHED_CELL_PREFIX};
 
 use crate::canbench::BenchResult;
 use crate::canister::{Canister, Code};
-use crate::host::{ExecutionEnd, PageCounts, StageHook};
+use crate::host::{ExecutionEnd, PageCounts, StageHook, Step};
 use crate::suite::{bench_options, BenchError, BenchSetup, Run, REPLY_BYTES_PREFIX};
 
 /// A benchmark that goes on from a leader's setup stage.
@@ -142,7 +142,7 @@ pub fn run_groups(
     }
     let dir = ResultsDir::new()?;
     let tokens = Tokens::new(jobs.max(1))?;
-    let one_step = Arc::new(one_step_benches(names));
+    let derived = Arc::new(derived_benches(names));
     let mut running: BTreeMap<libc::pid_t, usize> = BTreeMap::new();
     let mut done = BTreeMap::new();
     let mut printed = 0;
@@ -158,8 +158,8 @@ pub fn run_groups(
             tokens.release();
         }
         for bench in groups[g].benches() {
-            let outcome =
-                read_outcome(&dir.0, bench, &names[bench], both, one_step.contains(&bench)).unwrap_or_else(|e| {
+            let outcome = read_outcome(&dir.0, bench, &names[bench], both, derived.get(&bench).copied())
+                .unwrap_or_else(|e| {
                     Err(BenchError::new(
                         &names[bench],
                         "CanisterError",
@@ -201,7 +201,7 @@ pub fn run_groups(
         // executions ran on threads that ended); the child only runs `run_group` and exits.
         match unsafe { libc::fork() } {
             -1 => bail!("fork: {}", std::io::Error::last_os_error()),
-            0 => run_group(&mut canister, group, names, &dir.0, &tokens, both, &one_step),
+            0 => run_group(&mut canister, group, names, &dir.0, &tokens, both, &derived),
             pid => {
                 running.insert(pid, g);
             }
@@ -236,7 +236,7 @@ fn run_group(
     dir: &Path,
     tokens: &Tokens,
     both: bool,
-    one_step: &Arc<std::collections::BTreeSet<usize>>,
+    derived: &Arc<BTreeMap<usize, IcPricing>>,
 ) -> ! {
     let children = Arc::new(std::sync::Mutex::new(Vec::new()));
     if !group.stages.is_empty() || both {
@@ -252,7 +252,7 @@ fn run_group(
             leader: group.leader,
             both,
             ic: false,
-            one_step: Arc::clone(one_step),
+            derived: Arc::clone(derived),
         })));
     }
     let name = &names[group.leader];
@@ -260,14 +260,7 @@ fn run_group(
     let out = canister.last_query(&format!("__canbench__{name}"), b"DIDL\x00\x00", Principal::anonymous());
     let wall = started.elapsed();
     let end = match out.result {
-        Ok(reply) => Outcome {
-            reply: Some(reply),
-            error: None,
-            output: out.output,
-            wall,
-            pages: out.step_pages,
-            stable_fee_pages: out.stable_fee_pages,
-        },
+        Ok(reply) => Outcome { reply: Some(reply), error: None, output: out.output, wall, steps: out.steps },
         Err(reject) => {
             let e = BenchError::from_reject(name, &reject);
             Outcome { output: out.output, wall, ..Outcome::error(e.code, e.message) }
@@ -312,8 +305,8 @@ struct GroupHook {
     both: bool,
     /// This process measures under the ic model.
     ic: bool,
-    /// The benchmarks measured in one step, whose ic figures are derived, not measured.
-    one_step: Arc<std::collections::BTreeSet<usize>>,
+    /// The benchmarks whose ic figures are derived, not measured, and how (`Cell::ic_pricing`).
+    derived: Arc<BTreeMap<usize, IcPricing>>,
 }
 
 impl GroupHook {
@@ -369,7 +362,7 @@ impl StageHook for GroupHook {
 
     fn measuring(&mut self) -> bool {
         let bench = self.bench();
-        if !self.both || self.ic || self.one_step.contains(&bench) {
+        if !self.both || self.ic || self.derived.contains_key(&bench) {
             return false;
         }
         flush_stdio();
@@ -408,14 +401,9 @@ impl StageHook for GroupHook {
         let mut outcome = match (end.trap, end.rejected, end.replied) {
             (Some(trap), _, _) => Outcome::failed(trap),
             (None, Some(m), _) => Outcome::error("CanisterReject", format!("Canister rejected the message: {m}")),
-            (None, None, true) => Outcome {
-                reply: Some(end.reply),
-                error: None,
-                output: Vec::new(),
-                wall,
-                pages: end.step_pages,
-                stable_fee_pages: end.stable_fee_pages,
-            },
+            (None, None, true) => {
+                Outcome { reply: Some(end.reply), error: None, output: Vec::new(), wall, steps: end.steps }
+            }
             (None, None, false) => Outcome::failed("Canister did not reply to the call".into()),
         };
         if outcome.error.is_none() && self.me.is_some() && !end.output.contains(&switched) {
@@ -449,11 +437,15 @@ struct Outcome {
     output: Vec<String>,
     /// Wall time of the benchmark's own part.
     wall: Duration,
-    /// The pages its measured steps touched (`host::Measure::pages`).
-    pages: Option<PageCounts>,
-    /// The 4 KiB stable pages whose canbench write fee its steps paid.
-    #[serde(default)]
-    stable_fee_pages: u64,
+    /// Its measured steps (`host::Measure::steps`).
+    steps: Vec<Step>,
+}
+
+impl Outcome {
+    /// The pages its measured steps touched, summed; `None` if it marked none.
+    fn pages(&self) -> Option<PageCounts> {
+        crate::host::steps_pages(&self.steps)
+    }
 }
 
 impl Outcome {
@@ -467,8 +459,7 @@ impl Outcome {
             error: Some((code.into(), message)),
             output: Vec::new(),
             wall: Duration::ZERO,
-            pages: None,
-            stable_fee_pages: 0,
+            steps: Vec::new(),
         }
     }
 }
@@ -496,20 +487,26 @@ fn write_outcome_at(path: &Path, outcome: &Outcome) -> Result<()> {
     Ok(())
 }
 
-/// The positions of `names` whose cells are measured in one step (`Cell::measured_in_one_step`).
-fn one_step_benches(names: &[String]) -> std::collections::BTreeSet<usize> {
-    let one: std::collections::BTreeSet<String> = GridCanister::ALL
+/// The positions of `names` whose cells' ic figures the runner derives (`Cell::ic_pricing`), and how.
+fn derived_benches(names: &[String]) -> BTreeMap<usize, IcPricing> {
+    let pricing: BTreeMap<String, IcPricing> = GridCanister::ALL
         .into_iter()
         .flat_map(cells::cells_of)
-        .filter(|c| c.measured_in_one_step())
-        .map(|c| c.name())
+        .map(|c| (c.name(), c.ic_pricing()))
+        .filter(|(_, p)| *p != IcPricing::Measured)
         .collect();
-    names.iter().enumerate().filter(|(_, n)| one.contains(*n)).map(|(i, _)| i).collect()
+    names.iter().enumerate().filter_map(|(i, n)| Some((i, *pricing.get(n)?))).collect()
 }
 
 /// Reads benchmark `bench`'s outcome as the thread-based runner reports it (with its ic-model
-/// outcome if `both`: measured, or derived if the benchmark is measured in `one_step`).
-fn read_outcome(dir: &Path, bench: usize, name: &str, both: bool, one_step: bool) -> Result<Result<Run, BenchError>> {
+/// outcome if `both`: measured, or derived if its cell is priced by `derived`).
+fn read_outcome(
+    dir: &Path,
+    bench: usize,
+    name: &str,
+    both: bool,
+    derived: Option<IcPricing>,
+) -> Result<Result<Run, BenchError>> {
     let read = |path: PathBuf| -> Result<Result<(BenchResult, Outcome), BenchError>> {
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         let outcome: Outcome = serde_json::from_slice(&bytes).with_context(|| format!("reading {}", path.display()))?;
@@ -527,27 +524,26 @@ fn read_outcome(dir: &Path, bench: usize, name: &str, both: bool, one_step: bool
         Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
-    let ic = if both && outcome.pages.is_none() {
+    let ic = if both && outcome.steps.is_empty() {
         // The benchmark marks no measured step (`MEASURE_LINE`): a canbench canister of another
         // project. Nothing was measured under ic.
         None
-    } else if both && one_step {
-        let pages = outcome.pages.unwrap_or_default();
-        match crate::suite::derive_ic(&result, &pages, outcome.stable_fee_pages) {
-            Some(r) => Some(r),
-            None => {
-                let why =
-                    "its result is not one step's (it has scopes or several calls): its ic figure cannot be derived";
-                return Ok(Err(BenchError::new(name, "CanisterError", why.into())));
+    } else if let (true, Some(pricing)) = (both, derived) {
+        match crate::suite::derive_ic(&result, pricing, &outcome.steps) {
+            Ok(r) => Some(r),
+            Err(why) => {
+                let why = format!("its ic figure cannot be derived as the grid declares ({pricing:?}): {why}");
+                return Ok(Err(BenchError::new(name, "CanisterError", why)));
             }
         }
     } else if both {
         match read(ic_outcome_path(dir, bench))? {
             Ok((r, ic)) => {
-                if ic.pages != outcome.pages {
+                if ic.pages() != outcome.pages() {
                     let why = format!(
                         "the two cost models' runs touched different pages: {:?} and {:?}",
-                        outcome.pages, ic.pages
+                        outcome.pages(),
+                        ic.pages()
                     );
                     return Ok(Err(BenchError::new(name, "CanisterError", why)));
                 }
@@ -568,7 +564,7 @@ fn read_outcome(dir: &Path, bench: usize, name: &str, both: bool, one_step: bool
         reply_bytes,
         wall: outcome.wall,
         profile: None,
-        pages: outcome.pages,
+        pages: outcome.pages(),
         ic,
     }))
 }

@@ -18,10 +18,11 @@ use candid::Principal;
 
 use crate::canbench::{self, copy_result, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
-use crate::host::{PageCounts, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
+use crate::host::{PageCounts, Step, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 use crate::instrument::Metering;
 use crate::profile;
 use crate::replica::CostModel;
+use stablebench_grid::cells::IcPricing;
 
 /// Arguments of `stablebench-runner bench` (canbench 0.7's flags, plus `--no-metering`).
 #[derive(clap::Args, Debug, Default)]
@@ -422,7 +423,7 @@ fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> R
     };
     let result = result?;
     let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-    Ok(Run { name: name.to_string(), result, reply_bytes, wall, profile: written, pages: out.step_pages, ic: None })
+    Ok(Run { name: name.to_string(), result, reply_bytes, wall, profile: written, pages: out.step_pages(), ic: None })
 }
 
 /// A benchmark query that did not reply.
@@ -720,19 +721,58 @@ fn first_difference(old: &BenchResult, new: &BenchResult) -> String {
     "results differ".to_string()
 }
 
-/// The ic-model result of a benchmark measured in one step (one interval, no scopes; see
-/// `Cell::measured_in_one_step`), from its canbench result, the step's pages and the 4 KiB stable
-/// pages whose canbench write fee it paid: the same figure the ic model measures in-band, as long
-/// as the step does not branch on the instruction counter (`runner/tests/shared_setups.rs`
-/// compares the two). `None` for any other result.
-pub fn derive_ic(canbench: &BenchResult, pages: &PageCounts, stable_fee_pages: u64) -> Option<BenchResult> {
-    if !canbench.scopes.is_empty() || canbench.total.calls != 1 {
-        return None;
-    }
+/// The ic-model result of a benchmark whose cell the grid prices by derivation
+/// (`Cell::ic_pricing`), from its canbench result and its measured steps: the figures the ic
+/// model measures in-band, as long as the steps do not act on the instruction counter
+/// (`runner/tests/shared_setups.rs` compares the two). `Err` says why the result is not of the
+/// shape the grid declares (the derivation would be wrong, so nothing is derived).
+///
+/// - [`IcPricing::OneStep`]: one interval, no scopes: canbench's total, without the canbench
+///   model's stable write fee, plus the tracker's fees for the step's pages.
+/// - [`IcPricing::Steps`]: each step timed by its first and last counter reads; the canister's
+///   total and largest step must be exactly what the runner read, and each step's ic figure is
+///   [`Step::ic_instructions`].
+pub fn derive_ic(canbench: &BenchResult, pricing: IcPricing, steps: &[Step]) -> Result<BenchResult, String> {
     let mut r = copy_result(canbench);
-    r.total.instructions =
-        canbench.total.instructions - crate::replica::DIRTY_PAGE_FEE * stable_fee_pages + pages.fee(true);
-    Some(r)
+    match pricing {
+        IcPricing::Measured => return Err("its cell is measured under the ic model, not derived".into()),
+        IcPricing::OneStep => {
+            if !canbench.scopes.is_empty() || canbench.total.calls != 1 {
+                return Err("its result is not one step's (it has scopes or several calls)".into());
+            }
+            let pages = crate::host::steps_pages(steps).unwrap_or_default();
+            r.total.instructions = canbench.total.instructions
+                - crate::replica::DIRTY_PAGE_FEE * crate::host::steps_stable_fee_pages(steps)
+                + pages.fee(true);
+        }
+        IcPricing::Steps { max_scope } => {
+            if let Some((k, s)) = steps.iter().enumerate().find(|(_, s)| s.reads != 2) {
+                return Err(format!("step {k} read the counter {} times, not 2", s.reads));
+            }
+            let canbench_steps: Vec<u64> = steps.iter().map(|s| s.last_read - s.first_read).collect();
+            let max = canbench.scopes.get(max_scope);
+            let scopes: Vec<&String> = canbench.scopes.keys().collect();
+            if canbench.total.calls != steps.len() as u64
+                || canbench.total.instructions != canbench_steps.iter().sum::<u64>()
+                || scopes != [max_scope]
+                || max.map(|m| m.instructions) != canbench_steps.iter().copied().max()
+            {
+                return Err(format!(
+                    "its result (total {} in {} calls, scopes {scopes:?}) is not the sum and the largest \
+                     ({max_scope}) of the {} steps the runner timed ({canbench_steps:?})",
+                    canbench.total.instructions,
+                    canbench.total.calls,
+                    steps.len()
+                ));
+            }
+            let ic: Vec<u64> = steps.iter().map(Step::ic_instructions).collect();
+            r.total.instructions = ic.iter().sum();
+            if let Some(m) = r.scopes.get_mut(max_scope) {
+                m.instructions = ic.iter().copied().max().unwrap_or(0);
+            }
+        }
+    }
+    Ok(r)
 }
 
 fn hex_decode(s: &str) -> Result<Vec<u8>> {
@@ -859,4 +899,80 @@ pub fn profiles_summary(runs: &[Run], dir: &std::path::Path) -> String {
         t += &format!("  {}: {what}; top exclusive: {}\n", r.name, top.join(", "));
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::canbench::Measurement;
+    use crate::replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
+
+    const MAX: &str = "max_try";
+    const STEPS: IcPricing = IcPricing::Steps { max_scope: MAX };
+
+    /// A step timed from `first` to `last` that touched `accessed` pages and wrote `written` of
+    /// them, one of the written pages being stable memory of which `fee_pages` 4 KiB pages paid
+    /// canbench's write fee.
+    fn step(first: u64, last: u64, accessed: u64, written: u64, fee_pages: u64) -> Step {
+        let pages = PageCounts {
+            heap_accessed: accessed - 1,
+            heap_written: written - 1,
+            stable_accessed: 1,
+            stable_written: 1,
+        };
+        Step { pages, dirtied_at_start: 7, dirtied: 7 + fee_pages, first_read: first, last_read: last, reads: 2 }
+    }
+
+    fn result(total: u64, calls: u64, max: Option<u64>) -> BenchResult {
+        let m = |instructions, calls| Measurement { calls, instructions, ..Measurement::default() };
+        BenchResult { total: m(total, calls), scopes: max.map(|x| (MAX.to_string(), m(x, 1))).into_iter().collect() }
+    }
+
+    #[test]
+    fn steps_are_priced_one_by_one_and_the_largest_is_taken_after_pricing() {
+        // Step 0: 5,000 instructions, 2,000 of them canbench's stable write fee for 2 pages; 3
+        // Wasm pages accessed, 2 written. Step 1: 6,000 instructions, 1 page accessed and written.
+        let steps = [step(100, 5_100, 3, 2, 2), step(8_000, 14_000, 1, 1, 0)];
+        let ic = derive_ic(&result(11_000, 2, Some(6_000)), STEPS, &steps).unwrap();
+        let first = 5_000 - 2 * 1_000 + 3 * ACCESS_FEE + 2 * WRITE_FEE;
+        let second = 6_000 + ACCESS_FEE + WRITE_FEE;
+        assert_eq!(ic.total.instructions, first + second);
+        assert_eq!(ic.total.calls, 2);
+        // Under canbench step 1 is the largest; on mainnet step 0 is.
+        assert!(first > second);
+        assert_eq!(ic.scopes[MAX].instructions, first);
+    }
+
+    #[test]
+    fn a_result_the_steps_do_not_add_up_to_is_not_derived() {
+        let steps = [step(100, 1_100, 1, 1, 0), step(2_000, 3_500, 1, 1, 0)];
+        // The canister counted something else: a total that is not the steps' sum, a largest step
+        // that is not theirs, another number of calls, another scope, no scope.
+        for wrong in [
+            result(2_501, 2, Some(1_500)),
+            result(2_500, 2, Some(1_000)),
+            result(2_500, 3, Some(1_500)),
+            result(2_500, 2, None),
+        ] {
+            assert!(derive_ic(&wrong, STEPS, &steps).is_err());
+        }
+        let mut other_scope = result(2_500, 2, Some(1_500));
+        other_scope.scopes.insert("w_avg".into(), Measurement::default());
+        assert!(derive_ic(&other_scope, STEPS, &steps).is_err());
+        // A step that read the counter a third time (its ic figure would depend on when).
+        let mut three = steps;
+        three[1].reads = 3;
+        let e = derive_ic(&result(2_500, 2, Some(1_500)), STEPS, &three).unwrap_err();
+        assert!(e.contains("step 1 read the counter 3 times"), "{e}");
+        // And a cell the grid says is measured is never derived.
+        assert!(derive_ic(&result(2_500, 2, Some(1_500)), IcPricing::Measured, &steps).is_err());
+    }
+
+    #[test]
+    fn one_step_adds_its_pages_fees_and_drops_canbenchs_stable_fee() {
+        let steps = [step(0, 50_000, 4, 2, 3)];
+        let ic = derive_ic(&result(50_000, 1, None), IcPricing::OneStep, &steps).unwrap();
+        assert_eq!(ic.total.instructions, 50_000 - 3 * 1_000 + 4 * ACCESS_FEE + 2 * WRITE_FEE);
+        assert!(derive_ic(&result(50_000, 2, None), IcPricing::OneStep, &steps).is_err());
+    }
 }

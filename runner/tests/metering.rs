@@ -504,8 +504,8 @@ mod memory_tracker {
         let ((canbench, step_canbench), (ic, step_ic)) = (run(CostModel::Canbench), run(CostModel::Ic));
         let first = PageCounts { heap_accessed: 2, heap_written: 1, ..Default::default() };
         let steps = first.plus(&heap(1, 0));
-        assert_eq!(canbench.step_pages, Some(steps));
-        assert_eq!(ic.step_pages, Some(steps));
+        assert_eq!(canbench.step_pages(), Some(steps));
+        assert_eq!(ic.step_pages(), Some(steps));
         assert_eq!(step_ic, step_canbench + first.fee(true), "the counter includes the fees");
     }
 }

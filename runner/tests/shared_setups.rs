@@ -5,7 +5,9 @@
 //! without heap tracking), and every result must be the same to the instruction, page and byte:
 //! total, every scope, heap and stable growth, and the reply size the canister reports. The
 //! shared run measures both cost models at once (each benchmark's measured part forked under the
-//! ic model); its ic results and page counts must equal a full run's under the ic model alone.
+//! ic model, or its ic figure derived from its timed parts where the grid says so:
+//! `Cell::ic_pricing`, the users/orders steps and the sysrepo tests); its ic results and page
+//! counts must equal a full run's under the ic model alone.
 //!
 //! The sample: the nine users/orders steps at 10,000 orders (one group forked at all five setup
 //! stages), the trie cells at their smallest size on every backend of both canisters (four cells

@@ -266,11 +266,13 @@ pub fn generate(
          message, so a page the setup or an earlier iteration touched is charged again. Each part \
          is priced as an update (queries pay for accesses only: subtract the written pages' \
          80,000 each). Both runs must touch the same pages, or the benchmark fails. The page \
-         counts are the same in both models; canbench cannot report them. A users/orders step is \
-         one timed interval, so its mainnet figure is derived instead of measured twice: \
-         canbench's, plus the fees of the pages the step touched, minus canbench's 1,000 per 4 KiB \
-         stable page written (`runner/tests/shared_setups.rs` checks the derived figures against \
-         a run under the `ic` model alone). A scope measured before the first timed part (the \
+         counts are the same in both models; canbench cannot report them. Where a cell's result is \
+         made of whole timed parts (a users/orders step, one interval; a sysrepo cell, its tries' \
+         sum and its largest try), its mainnet figure is derived instead of measured twice: each \
+         part's canbench figure, plus the fees of the pages it touched, minus canbench's 1,000 per \
+         4 KiB stable page written (`Cell::ic_pricing`; the runner checks that the parts it timed \
+         add up to what the canister reported, and `runner/tests/shared_setups.rs` checks the \
+         derived figures against a run under the `ic` model alone). A scope measured before the first timed part (the \
          trie cells' `setup`, the data set's load) keeps canbench's figure in both files.\n"
     );
     let _ = writeln!(
