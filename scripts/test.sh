@@ -20,22 +20,7 @@ cargo clippy --locked --target "$WASM_TARGET" -p stablebench-example-sqlite -- -
 cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-example-maps -- -D warnings \
   || die "clippy found warnings in examples/maps ($VFS_WASM_TARGET)"
 
-# The wasm builds end in fat LTO with one codegen unit, which keeps one core busy: the workspace
-# tests' native build (wasmtime and the runner, the longest compile of the run) takes the other
-# core meanwhile. The two use different profiles, so cargo builds them side by side.
-log "building the workspace tests in the background while the wasm files build"
-tests_build_log=$(mktemp)
-cargo test --workspace --locked --release --no-run >"$tests_build_log" 2>&1 &
-tests_build=$!
-trap 'kill "$tests_build" 2>/dev/null || true; rm -f "$tests_build_log"' EXIT
 "$ROOT/scripts/build.sh" all
-if ! wait "$tests_build"; then
-  cat "$tests_build_log" >&2
-  die "building the workspace tests failed"
-fi
-grep -E '^ *Finished ' "$tests_build_log" || true
-rm -f "$tests_build_log"
-trap - EXIT
 
 IC_WASM=$(ensure_ic_wasm)
 log "checking the wasm files"

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
-use stablebench::report::mainnet::measured;
+use stablebench::report::mainnet::{measured, Topic};
 use stablebench::report::results::Results;
 use stablebench::report::{self, chia, kv, mainnet, scaling, site, sysrepo, vfs};
 use stablebench_grid::cells::{Backend, Cell, Op, Workload, DB_WEIGHT_SIZE};
@@ -64,7 +64,7 @@ fn results() -> Results {
 
 /// The same benchmarks priced as mainnet prices them (the ic cost model), keyed by cells, with
 /// their page counts by name.
-fn mainnet_results() -> (Results, BTreeMap<String, mainnet::Pages>) {
+fn mainnet_results() -> (Results, BTreeMap<String, stablebench_grid::ic::PageCounts>) {
     let (main, vfs) = (std::fs::read_to_string(MAINNET).unwrap(), std::fs::read_to_string(VFS_MAINNET).unwrap());
     let results = Results::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("mainnet_results.yml: {e}"));
     let mut pages = mainnet::pages_of(&main).unwrap_or_else(|e| panic!("{e}"));
@@ -104,6 +104,26 @@ fn splice(doc: &str, name: &str, body: &str) -> String {
     stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("README.md: {e}"))
 }
 
+/// The benchmarks each report shows (its site page's table, and its lead's ratios).
+fn profiles_page(c: &Cell) -> bool {
+    c.workload() == Workload::UsersOrders && c.size == stablebench::bench::Sizes::REFERENCE.orders
+}
+fn scaling_page(c: &Cell) -> bool {
+    c.workload() == Workload::UsersOrders && c.profile == Some(DEFAULT) && c.backend == Backend::Sqlite
+}
+fn kv_page(c: &Cell) -> bool {
+    matches!(c.workload(), Workload::Trie | Workload::NodeStore)
+}
+fn sysrepo_page(c: &Cell) -> bool {
+    c.workload() == Workload::Sysrepo
+}
+fn chia_page(c: &Cell) -> bool {
+    c.workload() == Workload::Chia
+}
+fn vfs_page(c: &Cell) -> bool {
+    matches!(c.backend, Backend::SqliteVfs | Backend::SqliteVfsRowid)
+}
+
 #[test]
 fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let (command, date) = ("scripts/bench.sh --persist", results_date());
@@ -124,6 +144,18 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         "mainnet_results.yml and canbench_results.yml hold the same benchmarks (one run writes both)"
     );
     let mainnet = mainnet::generate(&results, &ic, &pages, command, &date);
+    // Each report opens with what mainnet changes for it.
+    let answers = mainnet::answers(&results, &ic);
+    let of = |topic| answers.iter().filter(|a| a.topic == topic).cloned().collect::<Vec<_>>();
+    let lead = |markdown: &str, on_page: fn(&Cell) -> bool, answers: &[mainnet::Answer], section| {
+        mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section))
+    };
+    let rep_md = lead(&rep.markdown, profiles_page, &of(Topic::Profiles), Some("Pragma profiles"));
+    let kv_md = lead(&kv.markdown, kv_page, &of(Topic::KeyValue), Some("IC DbWeight"));
+    let sysrepo_md = lead(&sysrepo.markdown, sysrepo_page, &of(Topic::Sysrepo), Some("sysrepo"));
+    let chia_md = lead(&chia.markdown, chia_page, &[], None);
+    let vfs_md = lead(&vfs.markdown, vfs_page, &[], Some("ic-rusqlite against ic-sqlite-vfs"));
+    let scaling_md = lead(&scaling.markdown, scaling_page, &[], Some("Scaling"));
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
@@ -160,65 +192,65 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             source: "results.md",
             title: "Pragma profiles",
             summary: "the users/orders workload's nine steps under every SQLite pragma profile, at 100,000 users and 1,000,000 orders",
-            markdown: &rep.markdown,
-            cells: |c| c.workload() == Workload::UsersOrders && c.size == stablebench::bench::Sizes::REFERENCE.orders,
+            markdown: &rep_md,
+            cells: profiles_page,
         },
         site::Doc {
             page: "scaling.html",
             source: "scaling.md",
             title: "Scaling",
             summary: "the nine users/orders steps from 10,000 to 10,000,000 orders under the recommended profile",
-            markdown: &scaling.markdown,
-            cells: |c| c.workload() == Workload::UsersOrders && c.profile == Some(DEFAULT) && c.backend == Backend::Sqlite,
+            markdown: &scaling_md,
+            cells: scaling_page,
         },
         site::Doc {
             page: "kv.html",
             source: "kv.md",
             title: "Key-value",
             summary: "Substrate's trie and rippled's NodeStore on SQLite, StableBTreeMap and a heap map",
-            markdown: &kv.markdown,
-            cells: |c| matches!(c.workload(), Workload::Trie | Workload::NodeStore),
+            markdown: &kv_md,
+            cells: kv_page,
         },
         site::Doc {
             page: "sysrepo.html",
             source: "sysrepo.md",
             title: "sysrepo",
             summary: "sysrepo's datastore tests on a JSON document, SQLite and StableBTreeMap",
-            markdown: &sysrepo.markdown,
-            cells: |c| c.workload() == Workload::Sysrepo,
+            markdown: &sysrepo_md,
+            cells: sysrepo_page,
         },
         site::Doc {
             page: "chia.html",
             source: "chia.md",
             title: "Chia coin store",
             summary: "Chia's coin-store schemas replayed from a synthetic chain",
-            markdown: &chia.markdown,
-            cells: |c| c.workload() == Workload::Chia,
+            markdown: &chia_md,
+            cells: chia_page,
         },
         site::Doc {
             page: "vfs.html",
             source: "vfs.md",
             title: "ic-sqlite-vfs",
             summary: "SQLite two ways: ic-rusqlite against ic-sqlite-vfs",
-            markdown: &vfs.markdown,
-            cells: |c: &Cell| matches!(c.backend, Backend::SqliteVfs | Backend::SqliteVfsRowid),
+            markdown: &vfs_md,
+            cells: vfs_page,
         },
     ];
     let site_files = site::generate(&results, &ic, &site_answer(&want), &docs, &flamegraphs(), command, &date);
     let site_files: Vec<(String, &String)> =
         site_files.iter().map(|f| (format!("{SITE}/{}", f.name), &f.text)).collect();
     let files = [
-        (RESULTS_MD, &rep.markdown),
+        (RESULTS_MD, &rep_md),
         (RESULTS_SVG, &rep.svg),
-        (KV_MD, &kv.markdown),
+        (KV_MD, &kv_md),
         (KV_TRIE_SVG, &kv.trie_svg),
         (KV_NODESTORE_SVG, &kv.nodestore_svg),
-        (SYSREPO_MD, &sysrepo.markdown),
+        (SYSREPO_MD, &sysrepo_md),
         (SYSREPO_SVG, &sysrepo.svg),
-        (CHIA_MD, &chia.markdown),
+        (CHIA_MD, &chia_md),
         (CHIA_SVG, &chia.svg),
-        (VFS_MD, &vfs.markdown),
-        (SCALING_MD, &scaling.markdown),
+        (VFS_MD, &vfs_md),
+        (SCALING_MD, &scaling_md),
         (SCALING_SVG, &scaling.svg),
         (MAINNET_MD, &mainnet.markdown),
     ];

@@ -8,8 +8,11 @@ use stablebench::Meter;
 pub use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
 
 /// Inserts stop at this many instructions: the rest of the 40 B is for the COMMIT, which writes
-/// every page the batch dirtied to stable memory (1,000 instructions per new 4 KiB page plus
-/// 1 per byte), and for the reply.
+/// every page the batch dirtied to stable memory (1 instruction per byte, and the page fees of
+/// `stablebench_grid::ic::page_fees`: on mainnet each 64 KiB Wasm page of heap or stable memory
+/// the commit touches for the first time in the message), and for the reply. Loading 10 M orders
+/// in calls at this budget completes under both cost models (`runner/tests/endpoints.rs` with
+/// `STABLEBENCH_ENDPOINTS_10X=1`).
 pub const UPDATE_BUDGET: u64 = 30_000_000_000;
 
 /// The largest budget a caller may ask an update for: 4 B below the limit, for the COMMIT and

@@ -44,6 +44,86 @@ pub const MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS: u64 = 5_000_000_000;
 /// `rs/types/types/src/messages.rs`, `MAX_INTER_CANISTER_PAYLOAD_IN_BYTES`).
 pub const MAX_INTER_CANISTER_PAYLOAD_BYTES: u64 = 2 << 20;
 
+/// What a message pays, in instructions, for the memory it touches, under each replica the
+/// suite prices against (docs/sources.md, "The memory tracker", has the reading in full; the
+/// offline runner's `replica` module applies these).
+pub mod page_fees {
+    /// canbench 0.7's PocketIC 13, whose replica predates the memory tracker: per 4 KiB page of
+    /// stable memory a message writes for the first time; nothing for the heap, nothing for
+    /// reads. `DEFAULT_DIRTY_PAGE_OVERHEAD` (application subnets), dfinity/ic
+    /// `rs/config/src/subnet_config.rs`.
+    pub const CANBENCH_STABLE_WRITE: u64 = 1_000;
+    /// Mainnet since the deterministic memory tracker (dfinity/ic #10789, merged 2026-07-16; in
+    /// every replica release from `rc--2026-08-13_03-55`, dfinity/dre `release-index.yaml`; read
+    /// 2026-11-26): per 4 KiB OS page, the tracker's `page_overhead`.
+    pub const PER_OS_PAGE: u64 = 5_000;
+    /// OS pages per 64 KiB Wasm page, the unit the tracker maps and counts (dfinity/ic
+    /// `rs/memory_tracker/src/deterministic.rs`).
+    pub const OS_PAGES_PER_WASM_PAGE: u64 = 16;
+    /// Mainnet: the first access (read or write) to a Wasm page of heap or stable memory in an
+    /// execution, charged during it.
+    pub const ACCESS: u64 = PER_OS_PAGE * OS_PAGES_PER_WASM_PAGE;
+    /// Mainnet: the first write to a Wasm page in an execution, on top of its access fee (#11344:
+    /// charged "once when the Wasm page is first accessed and once more when it is first written
+    /// to"). A plain query tracks accessed pages only and pays no write fee.
+    pub const WRITE: u64 = PER_OS_PAGE * OS_PAGES_PER_WASM_PAGE;
+}
+
+/// The 64 KiB Wasm pages of heap and of stable memory a stretch of execution accessed (read or
+/// wrote) and wrote: what the IC's memory tracker charges ([`page_fees`]). The offline runner
+/// counts them; `mainnet_results.yml` records them; the reports show them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(serde::Serialize, serde::Deserialize))]
+pub struct PageCounts {
+    /// Heap pages accessed.
+    pub heap_accessed: u64,
+    /// Heap pages written.
+    pub heap_written: u64,
+    /// Stable-memory pages accessed.
+    pub stable_accessed: u64,
+    /// Stable-memory pages written.
+    pub stable_written: u64,
+}
+
+impl PageCounts {
+    /// Pages accessed, heap and stable.
+    pub const fn accessed(&self) -> u64 {
+        self.heap_accessed + self.stable_accessed
+    }
+
+    /// Pages written, heap and stable.
+    pub const fn written(&self) -> u64 {
+        self.heap_written + self.stable_written
+    }
+
+    /// What the memory tracker charges for these pages in an update (every write charged), or
+    /// in a query (`update` false: accessed pages only).
+    pub const fn fee(&self, update: bool) -> u64 {
+        self.accessed() * page_fees::ACCESS + if update { self.written() * page_fees::WRITE } else { 0 }
+    }
+
+    /// `self - earlier`, field by field (`earlier` counted in the same window, so no field is
+    /// larger).
+    pub const fn minus(&self, earlier: &PageCounts) -> PageCounts {
+        PageCounts {
+            heap_accessed: self.heap_accessed - earlier.heap_accessed,
+            heap_written: self.heap_written - earlier.heap_written,
+            stable_accessed: self.stable_accessed - earlier.stable_accessed,
+            stable_written: self.stable_written - earlier.stable_written,
+        }
+    }
+
+    /// `self + other`, field by field.
+    pub const fn plus(&self, other: &PageCounts) -> PageCounts {
+        PageCounts {
+            heap_accessed: self.heap_accessed + other.heap_accessed,
+            heap_written: self.heap_written + other.heap_written,
+            stable_accessed: self.stable_accessed + other.stable_accessed,
+            stable_written: self.stable_written + other.stable_written,
+        }
+    }
+}
+
 /// Prices in cycles, with their source and date, for an application subnet. The fees are set
 /// for a 13-node subnet and scale linearly with the subnet's nodes (`scale_cost` in dfinity/ic
 /// `rs/cycles_account_manager/src/lib.rs`: fee × nodes / 13), so a 34-node subnet pays 34/13 of

@@ -467,59 +467,9 @@ impl PageState {
     }
 }
 
-/// The 64 KiB Wasm pages of heap and of stable memory a stretch of execution accessed (read or
-/// wrote) and wrote: what the IC's memory tracker charges ([`replica::memory_tracker`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PageCounts {
-    /// Heap pages accessed.
-    pub heap_accessed: u64,
-    /// Heap pages written.
-    pub heap_written: u64,
-    /// Stable-memory pages accessed.
-    pub stable_accessed: u64,
-    /// Stable-memory pages written.
-    pub stable_written: u64,
-}
-
-impl PageCounts {
-    /// Pages accessed, heap and stable.
-    pub fn accessed(&self) -> u64 {
-        self.heap_accessed + self.stable_accessed
-    }
-
-    /// Pages written, heap and stable.
-    pub fn written(&self) -> u64 {
-        self.heap_written + self.stable_written
-    }
-
-    /// What the memory tracker charges for these pages in an update (every write charged), or
-    /// in a query (`update` false: accessed pages only).
-    pub fn fee(&self, update: bool) -> u64 {
-        use replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
-        self.accessed() * ACCESS_FEE + if update { self.written() * WRITE_FEE } else { 0 }
-    }
-
-    /// `self - earlier`, field by field (`earlier` counted in the same window, so no field is
-    /// larger).
-    pub fn minus(&self, earlier: &PageCounts) -> PageCounts {
-        PageCounts {
-            heap_accessed: self.heap_accessed - earlier.heap_accessed,
-            heap_written: self.heap_written - earlier.heap_written,
-            stable_accessed: self.stable_accessed - earlier.stable_accessed,
-            stable_written: self.stable_written - earlier.stable_written,
-        }
-    }
-
-    /// `self + other`, field by field.
-    pub fn plus(&self, other: &PageCounts) -> PageCounts {
-        PageCounts {
-            heap_accessed: self.heap_accessed + other.heap_accessed,
-            heap_written: self.heap_written + other.heap_written,
-            stable_accessed: self.stable_accessed + other.stable_accessed,
-            stable_written: self.stable_written + other.stable_written,
-        }
-    }
-}
+/// The Wasm pages a stretch of execution touched (declared once, in the grid, for the runner
+/// and the reports).
+pub use stablebench_grid::ic::PageCounts;
 
 /// The measured steps of a benchmark canister. Where a message of its own would start, the
 /// canister prints `stablebench_grid::cells::MEASURE_LINE` (before canbench-rs's `bench_fn`,

@@ -49,9 +49,10 @@ pub const TRANSMISSION_FACTOR: u64 = 50;
 /// 4 KiB: the OS page, the unit of the dirty-page fee and of the page budgets.
 pub const OS_PAGE: u64 = 4096;
 
-/// Fee per 4 KiB page of stable memory a message writes for the first time:
-/// `DEFAULT_DIRTY_PAGE_OVERHEAD` (application subnets), ic:`rs/config/src/subnet_config.rs`.
-pub const DIRTY_PAGE_FEE: u64 = 1_000;
+/// Fee per 4 KiB page of stable memory a message writes for the first time, before the memory
+/// tracker: `DEFAULT_DIRTY_PAGE_OVERHEAD` (application subnets), ic:`rs/config/src/subnet_config.rs`
+/// (`stablebench_grid::ic::page_fees`, declared once for the runner and the reports).
+pub const DIRTY_PAGE_FEE: u64 = stablebench_grid::ic::page_fees::CANBENCH_STABLE_WRITE;
 
 /// Which replica's charging the runner follows (`--cost-model`).
 ///
@@ -110,16 +111,16 @@ impl CostModel {
 /// - `DIRTY_PAGE_COPY_OVERHEAD` (3,000 per OS page, ic:`rs/config/src/embedders.rs`) is added
 ///   only to the slice's accounting with DTS, past 1 GiB of dirty pages
 ///   (`max_dirty_pages_without_optimization`): not to a message's instructions, not modelled.
+///
+/// The fees are declared once in `stablebench_grid::ic::page_fees`, for the runner and the reports.
 pub mod memory_tracker {
-    /// Instructions per 4 KiB OS page (the config's `page_overhead`; #10789).
-    pub const PER_OS_PAGE: u64 = 5_000;
-    /// OS pages per Wasm page (64 KiB / 4 KiB on x86-64 Linux, the replica's platform).
-    pub const OS_PAGES_PER_WASM_PAGE: u64 = 16;
+    pub use stablebench_grid::ic::page_fees::{OS_PAGES_PER_WASM_PAGE, PER_OS_PAGE};
+
     /// The fee for the first access to a Wasm page in an execution: 80,000.
-    pub const ACCESS_FEE: u64 = PER_OS_PAGE * OS_PAGES_PER_WASM_PAGE;
+    pub const ACCESS_FEE: u64 = stablebench_grid::ic::page_fees::ACCESS;
     /// The fee for the first write to a Wasm page in an execution, on top of its access fee
     /// (in the same fault if the write is the first access): 80,000.
-    pub const WRITE_FEE: u64 = PER_OS_PAGE * OS_PAGES_PER_WASM_PAGE;
+    pub const WRITE_FEE: u64 = stablebench_grid::ic::page_fees::WRITE;
 }
 
 /// Largest stable memory: 500 GiB (`max_stable_memory_size`, ic:`rs/config/src/embedders.rs`).

@@ -1,6 +1,6 @@
 //! What the benchmarks cost on mainnet: the grid measured under the runner's `ic` cost model
-//! (the IC's deterministic memory tracker since August 2026: 80,000 instructions per 64 KiB Wasm
-//! page a message accesses, 80,000 more per page it writes) beside canbench's figures, from
+//! (the IC's deterministic memory tracker since August 2026: `page_fees::ACCESS` instructions per
+//! 64 KiB Wasm page a message accesses, `page_fees::WRITE` more per page it writes) beside canbench's figures, from
 //! `mainnet_results.yml` and `canbench_results.yml` (and their `vfs/` twins), to
 //! `docs/mainnet.md` and the README's mainnet summary. Every answer the other reports give is
 //! computed twice, by the same code, once from each file; the table of answers lists both.
@@ -10,6 +10,7 @@ use std::fmt::Write;
 
 use stablebench_grid::cells::{Backend, Cell, BACKENDS, DB_WEIGHT_SIZE, SYSREPO_BACKENDS, TRIE_OPS};
 use stablebench_grid::grouped;
+use stablebench_grid::ic::{page_fees, PageCounts};
 use stablebench_grid::profiles::DEFAULT;
 use stablebench_grid::sysrepo::{SIZES as SYSREPO_SIZES, TESTS};
 use stablebench_grid::users_orders::{Sizes, BENCHES};
@@ -17,33 +18,8 @@ use stablebench_grid::users_orders::{Sizes, BENCHES};
 use super::results::Results;
 use super::{kv, sysrepo, Measured};
 
-/// The 64 KiB Wasm pages a benchmark's measured steps touched, as `mainnet_results.yml` records
-/// them (summed over the steps: a trie cell's 50 iterations, a sysrepo cell's tries).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Pages {
-    /// Heap pages accessed.
-    pub heap_accessed: u64,
-    /// Heap pages written.
-    pub heap_written: u64,
-    /// Stable pages accessed.
-    pub stable_accessed: u64,
-    /// Stable pages written.
-    pub stable_written: u64,
-}
-
-impl Pages {
-    /// Pages accessed, heap and stable.
-    pub fn accessed(&self) -> u64 {
-        self.heap_accessed + self.stable_accessed
-    }
-    /// Pages written, heap and stable.
-    pub fn written(&self) -> u64 {
-        self.heap_written + self.stable_written
-    }
-}
-
 /// The page counts of a mainnet results file, by benchmark name.
-pub fn pages_of(text: &str) -> Result<BTreeMap<String, Pages>, String> {
+pub fn pages_of(text: &str) -> Result<BTreeMap<String, PageCounts>, String> {
     let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("mainnet_results.yml: {e}"))?;
     let benches = yml["benches"].as_mapping().ok_or("mainnet_results.yml has no `benches` map")?;
     let mut out = BTreeMap::new();
@@ -51,7 +27,7 @@ pub fn pages_of(text: &str) -> Result<BTreeMap<String, Pages>, String> {
         let name = name.as_str().ok_or("mainnet_results.yml: a bench name is not a string")?;
         let p = &b["pages"];
         let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {name}: no pages.{k}"));
-        let pages = Pages {
+        let pages = PageCounts {
             heap_accessed: n("heap_accessed")?,
             heap_written: n("heap_written")?,
             stable_accessed: n("stable_accessed")?,
@@ -77,9 +53,22 @@ pub fn measured(results: &Results) -> BTreeMap<String, Measured> {
         .collect()
 }
 
+/// The report an answer belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Topic {
+    /// The pragma profiles over the users/orders steps (`docs/results.md`).
+    Profiles,
+    /// The key-value stores (`docs/kv.md`).
+    KeyValue,
+    /// sysrepo's datastore tests (`docs/sysrepo.md`).
+    Sysrepo,
+}
+
 /// One answer of the reports, as each model gives it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Answer {
+    /// The report it belongs to.
+    pub topic: Topic,
     /// The question.
     pub question: String,
     /// The answer from canbench's figures.
@@ -97,26 +86,31 @@ fn cheapest(options: impl Iterator<Item = (Backend, Option<f64>)>) -> String {
 }
 
 /// The answers the reports give, computed from `results`, in [`answers`] order.
-fn answers_of(results: &Results) -> Vec<(String, String)> {
+fn answers_of(results: &Results) -> Vec<(Topic, String, String)> {
     let mut out = Vec::new();
     let standings = super::standings(&measured(results));
     let best =
         standings.iter().find(|s| super::qualifies(s)).map_or("none".to_string(), |s| s.profile.name.to_string());
-    out.push(("Recommended pragma profile (the fastest qualifying one over the nine users/orders steps)".into(), best));
+    out.push((
+        Topic::Profiles,
+        "Recommended pragma profile (the fastest qualifying one over the nine users/orders steps)".into(),
+        best,
+    ));
     for op in TRIE_OPS {
         let q = format!(
             "Cheapest backend per {} at {} keys (w_avg, instructions)",
             kv::op_title(op).to_lowercase(),
             grouped(DB_WEIGHT_SIZE)
         );
-        out.push((q, cheapest(BACKENDS.into_iter().map(|b| (b, kv::w_avg_per_op(results, op, DB_WEIGHT_SIZE, b))))));
+        let options = BACKENDS.into_iter().map(|b| (b, kv::w_avg_per_op(results, op, DB_WEIGHT_SIZE, b)));
+        out.push((Topic::KeyValue, q, cheapest(options)));
     }
     let size = SYSREPO_SIZES.iter().copied().max().unwrap_or(0);
     for test in TESTS {
         let fresh = false;
         let q = format!("Cheapest sysrepo backend for `{}` at {} items (mean per try)", test.name(), grouped(size));
         let options = SYSREPO_BACKENDS.into_iter().map(|b| (b, sysrepo::mean_per_try(results, test, fresh, size, b)));
-        out.push((q, cheapest(options)));
+        out.push((Topic::Sysrepo, q, cheapest(options)));
     }
     out
 }
@@ -134,8 +128,74 @@ pub fn answers(canbench: &Results, ic: &Results) -> Vec<Answer> {
     answers_of(canbench)
         .into_iter()
         .zip(answers_of(ic))
-        .map(|((question, canbench), (_, mainnet))| Answer { question, canbench, mainnet })
+        .map(|((topic, question, canbench), (_, _, mainnet))| Answer { topic, question, canbench, mainnet })
         .collect()
+}
+
+/// The paragraph a report opens with, right under its title: its figures are canbench's, how
+/// much more mainnet charges for the page's benchmarks (`on_page`), where `docs/mainnet.md` prices
+/// the page's tables as mainnet prices them (its heading `section`, if it has one), and which of
+/// the page's `answers` change on mainnet.
+pub fn lead(
+    canbench: &Results,
+    ic: &Results,
+    on_page: impl Fn(&Cell) -> bool,
+    answers: &[Answer],
+    section: Option<&str>,
+) -> String {
+    let ratios: Vec<f64> = canbench
+        .iter()
+        .filter(|(cell, _)| on_page(cell))
+        .filter_map(|(cell, c)| Some(ic.get(cell)?.total.instructions as f64 / c.total.instructions.max(1) as f64))
+        .collect();
+    let (lo, hi) = ratios.iter().fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    let link = match section {
+        Some(s) => format!("[mainnet.md](mainnet.md#{})", super::site::slug(s)),
+        None => "[mainnet.md](mainnet.md)".to_string(),
+    };
+    let mut out = format!(
+        "**On mainnet.** The figures on this page are canbench's (PocketIC 13), whose replica \
+         predates the memory tracker that mainnet has run since August 2026 ({access} instructions \
+         for each 64 KiB page of heap or stable memory a message accesses first, {write} more for \
+         each it writes first). Measured both ways, mainnet's figure for this page's {n} \
+         benchmarks is {lo:.2}× to {hi:.1}× canbench's; {link} has ",
+        access = grouped(page_fees::ACCESS),
+        write = grouped(page_fees::WRITE),
+        n = ratios.len(),
+    );
+    out += if section.is_some() {
+        "this page's summary priced as mainnet prices it, and every figure of both models is in"
+    } else {
+        "how each call is priced, and every figure of both models is in"
+    };
+    out += " `mainnet_results.yml` and `canbench_results.yml`.";
+    let changed: Vec<&Answer> = answers.iter().filter(|a| a.changed()).collect();
+    match (answers.len(), changed.len()) {
+        (0, _) => {}
+        (1, 0) => out += " Its answer is the same on mainnet.",
+        (1, _) => out += " Its answer changes on mainnet:",
+        (n, 0) => {
+            let _ = write!(out, " Its {n} answers are the same on mainnet.");
+        }
+        (n, 1) => {
+            let _ = write!(out, " 1 of its {n} answers changes on mainnet:");
+        }
+        (n, k) => {
+            let _ = write!(out, " {k} of its {n} answers change on mainnet:");
+        }
+    }
+    out += "\n";
+    for a in changed {
+        let _ = write!(out, "\n- {}: {} under canbench, **{}** on mainnet.", a.question, a.canbench, a.mainnet);
+    }
+    out.push('\n');
+    out
+}
+
+/// `markdown` (a report) with `lead` inserted under its title (its first line).
+pub fn with_lead(markdown: &str, lead: &str) -> String {
+    let (title, rest) = markdown.split_once('\n').unwrap_or((markdown, ""));
+    format!("{title}\n\n{lead}\n{}", rest.trim_start_matches('\n'))
 }
 
 /// What `generate` writes.
@@ -154,10 +214,10 @@ struct Row {
     calls: u64,
     canbench: u64,
     mainnet: u64,
-    pages: Option<Pages>,
+    pages: Option<PageCounts>,
 }
 
-fn row(cell: &Cell, canbench: &Results, ic: &Results, pages: &BTreeMap<String, Pages>) -> Option<Row> {
+fn row(cell: &Cell, canbench: &Results, ic: &Results, pages: &BTreeMap<String, PageCounts>) -> Option<Row> {
     let (c, i) = (canbench.get(cell)?, ic.get(cell)?);
     Some(Row {
         what: format!("`{}`", cell.name()),
@@ -211,7 +271,7 @@ fn answers_table(answers: &[Answer]) -> String {
 pub fn generate(
     canbench: &Results,
     ic: &Results,
-    pages: &BTreeMap<String, Pages>,
+    pages: &BTreeMap<String, PageCounts>,
     command: &str,
     date: &str,
 ) -> MainnetReport {
@@ -248,12 +308,14 @@ pub fn generate(
     let _ = writeln!(
         md,
         "**Why two figures.** Since August 2026 the IC charges for the memory a message touches: the \
-         deterministic memory tracker (dfinity/ic #10789) takes 80,000 instructions for each 64 KiB \
-         Wasm page of heap or stable memory a message first accesses, and 80,000 more for each page \
+         deterministic memory tracker (dfinity/ic #10789) takes {access} instructions for each 64 KiB \
+         Wasm page of heap or stable memory a message first accesses, and {write} more for each page \
          it first writes, during the execution (so `performance_counter`, canbench-rs and the \
          instruction limits all see it). canbench 0.7 runs PocketIC 13, whose replica predates the \
          tracker: its figures leave these charges out. The rules, with their sources and what is \
-         settled by code or only by pull-request text, are in [sources.md](sources.md#the-memory-tracker-what-mainnet-charges-since-august-2026-runnersrcreplicars-memory_tracker).\n"
+         settled by code or only by pull-request text, are in [sources.md](sources.md#the-memory-tracker-what-mainnet-charges-since-august-2026-runnersrcreplicars-memory_tracker).\n",
+        access = grouped(page_fees::ACCESS),
+        write = grouped(page_fees::WRITE),
     );
     let _ = writeln!(
         md,
@@ -265,15 +327,17 @@ pub fn generate(
          and lookup batch; `Probe::message_starts`): the tracker starts afresh there, as in a new \
          message, so a page the setup or an earlier iteration touched is charged again. Each part \
          is priced as an update (queries pay for accesses only: subtract the written pages' \
-         80,000 each). Both runs must touch the same pages, or the benchmark fails. The page \
+         {write} each). Both runs must touch the same pages, or the benchmark fails. The page \
          counts are the same in both models; canbench cannot report them. Where a cell's result is \
          made of whole timed parts (a users/orders step, one interval; a sysrepo cell, its tries' \
          sum and its largest try), its mainnet figure is derived instead of measured twice: each \
-         part's canbench figure, plus the fees of the pages it touched, minus canbench's 1,000 per \
+         part's canbench figure, plus the fees of the pages it touched, minus canbench's {stable} per \
          4 KiB stable page written (`Cell::ic_pricing`; the runner checks that the parts it timed \
          add up to what the canister reported, and `runner/tests/shared_setups.rs` checks the \
          derived figures against a run under the `ic` model alone). A scope measured before the first timed part (the \
-         trie cells' `setup`, the data set's load) keeps canbench's figure in both files.\n"
+         trie cells' `setup`, the data set's load) keeps canbench's figure in both files.\n",
+        write = grouped(page_fees::WRITE),
+        stable = grouped(page_fees::CANBENCH_STABLE_WRITE),
     );
     let _ = writeln!(
         md,
@@ -328,14 +392,17 @@ pub fn generate(
     let mut readme = String::new();
     let _ = writeln!(
         readme,
-        "Mainnet has charged since August 2026 for each 64 KiB page a message touches (80,000 \
-         instructions per page accessed, 80,000 more per page written); canbench's PocketIC does \
+        "Mainnet has charged since August 2026 for each 64 KiB page a message touches ({access} \
+         instructions per page accessed, {write} more per page written); canbench's PocketIC does \
          not. Measured both ways ({date}), mainnet's figure is {lo:.2}× to {hi:.0}× canbench's, \
          and {changed} of {} answers change ([docs/mainnet.md](docs/mainnet.md)):\n",
-        answers.len()
+        answers.len(),
+        access = grouped(page_fees::ACCESS),
+        write = grouped(page_fees::WRITE),
     );
     // The README: the pragma and key-value answers (the sysrepo ones are in docs/mainnet.md).
-    readme += &answers_table(&answers[..1 + TRIE_OPS.len()]);
+    let readme_answers: Vec<Answer> = answers.iter().filter(|a| a.topic != Topic::Sysrepo).cloned().collect();
+    readme += &answers_table(&readme_answers);
     let _ = writeln!(readme);
     readme += &per_call_table(&kv_rows);
     MainnetReport { markdown: md, readme }
@@ -349,9 +416,46 @@ mod tests {
     fn page_counts_are_read_by_name_and_a_missing_field_is_an_error() {
         let text = "model: ic\nbenches:\n  a:\n    pages: {heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0}\n    total: {calls: 1, instructions: 5, heap_increase: 0, stable_memory_increase: 0}\n    scopes: {}\n";
         let pages = pages_of(text).unwrap();
-        assert_eq!(pages["a"], Pages { heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0 });
+        assert_eq!(pages["a"], PageCounts { heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0 });
         assert_eq!(pages["a"].accessed(), 4);
         assert!(pages_of("benches:\n  a:\n    pages: {heap_accessed: 3}\n").is_err());
+    }
+
+    #[test]
+    fn a_reports_lead_gives_its_pages_ratios_and_the_answers_that_change() {
+        use crate::report::results::{Measurement, Record};
+        use stablebench_grid::cells::{cells_of, Canister, Op};
+        // Two sysrepo cells and one trie cell, mainnet charging 2x and 5x the first two, 100x the
+        // trie cell (which is not on the page).
+        let grid = cells_of(Canister::Main);
+        let sysrepo: Vec<&Cell> = grid.iter().filter(|c| matches!(c.op, Op::Sysrepo { .. })).take(2).collect();
+        let trie = grid.iter().find(|c| matches!(c.op, Op::TrieRead(_))).unwrap();
+        let record = |instructions| {
+            let total = Measurement { calls: 1, instructions, ..Measurement::default() };
+            Record { total, scopes: BTreeMap::new() }
+        };
+        let results = |f: [u64; 3]| {
+            let named = [(sysrepo[0], f[0]), (sysrepo[1], f[1]), (trie, f[2])];
+            Results::new(named.into_iter().map(|(c, i)| (c.name(), record(i))).collect()).unwrap()
+        };
+        let (canbench, ic) = (results([100, 100, 100]), results([200, 500, 10_000]));
+        let answer = |canbench: &str, mainnet: &str| Answer {
+            topic: Topic::Sysrepo,
+            question: "Q".into(),
+            canbench: canbench.into(),
+            mainnet: mainnet.into(),
+        };
+        let on_page = |c: &Cell| matches!(c.op, Op::Sysrepo { .. });
+        let answers = [answer("blob (1)", "blob (3)"), answer("sqlite (2)", "blob (9)")];
+        let lead = lead(&canbench, &ic, on_page, &answers, Some("ic-rusqlite against ic-sqlite-vfs"));
+        assert!(lead.contains("this page's 2 benchmarks is 2.00× to 5.0× canbench's"), "{lead}");
+        assert!(lead.contains("(mainnet.md#ic-rusqlite-against-ic-sqlite-vfs)"), "{lead}");
+        // Only the answer whose choice changed is listed.
+        assert!(lead.contains("1 of its 2 answers changes on mainnet:"), "{lead}");
+        assert!(lead.contains("- Q: sqlite (2) under canbench, **blob (9)** on mainnet."), "{lead}");
+        assert!(!lead.contains("blob (3)"), "{lead}");
+        let doc = with_lead("# Title\n\nBody.\n", &lead);
+        assert!(doc.starts_with("# Title\n\n**On mainnet.**") && doc.ends_with("\n\nBody.\n"), "{doc}");
     }
 
     #[test]

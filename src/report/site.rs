@@ -70,10 +70,12 @@ pub fn generate(
     let _ = writeln!(
         body,
         "<p class=\"lead\">Every benchmark is measured by <code>{command}</code> on {date} twice: as \
-         mainnet prices it since the IC's memory tracker (80,000 instructions per 64 KiB page a \
-         message accesses, 80,000 more per page it writes; <a href=\"mainnet.html\">what changes</a>), \
+         mainnet prices it since the IC's memory tracker ({access} instructions per 64 KiB page a \
+         message accesses, {write} more per page it writes; <a href=\"mainnet.html\">what changes</a>), \
          and as canbench reports it on PocketIC 13, which predates the tracker. Tables lead with \
-         mainnet's figure; cycles, USD and the limits follow from it, at the prices in the footer.</p>"
+         mainnet's figure; cycles, USD and the limits follow from it, at the prices in the footer.</p>",
+        access = grouped(stablebench_grid::ic::page_fees::ACCESS),
+        write = grouped(stablebench_grid::ic::page_fees::WRITE),
     );
     body += &markdown_to_html(answer, docs);
     body += "<h2 id=\"workloads\">The workloads</h2>\n<ul class=\"pages\">\n";
@@ -358,7 +360,7 @@ pub fn markdown_to_html(markdown: &str, docs: &[Doc]) -> String {
 }
 
 /// GitHub's heading anchor: lower case, spaces to `-`, only letters, digits, `-` and `_` kept.
-fn slug(text: &str) -> String {
+pub(crate) fn slug(text: &str) -> String {
     text.trim()
         .chars()
         .filter_map(|c| match c {
