@@ -150,8 +150,11 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let lead = |markdown: &str, on_page: fn(&Cell) -> bool, answers: &[mainnet::Answer], section| {
         mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section))
     };
-    let rep_md = lead(&rep.markdown, profiles_page, &of(Topic::Profiles), Some("Pragma profiles"));
-    let kv_md = lead(&kv.markdown, kv_page, &of(Topic::KeyValue), Some("IC DbWeight"));
+    // (The pragma and key-value reports show the ic-rusqlite canister's cells; their site pages
+    // add the ic-sqlite-vfs ones.)
+    let rep_md =
+        lead(&rep.markdown, |c| profiles_page(c) && !vfs_page(c), &of(Topic::Profiles), Some("Pragma profiles"));
+    let kv_md = lead(&kv.markdown, |c| kv_page(c) && !vfs_page(c), &of(Topic::KeyValue), Some("IC DbWeight"));
     let sysrepo_md = lead(&sysrepo.markdown, sysrepo_page, &of(Topic::Sysrepo), Some("sysrepo"));
     let chia_md = lead(&chia.markdown, chia_page, &[], None);
     let vfs_md = lead(&vfs.markdown, vfs_page, &[], Some("ic-rusqlite against ic-sqlite-vfs"));

@@ -528,10 +528,12 @@ impl Step {
         self.dirtied - self.dirtied_at_start
     }
 
-    /// What the step would have counted between its first and last reads under the ic model:
-    /// the canbench model's count, without its stable write fee, with the tracker's fees for the
-    /// step's pages (each step is priced as an update). Exact when the two models ran the same
-    /// code, which they do unless the canister acts on the counter's value inside the step.
+    /// What the step would have counted between its first and last reads under the ic model,
+    /// for a step recorded under the canbench model (one recorded under ic already holds the
+    /// fees): the canbench model's count, without its stable write fee, with the tracker's fees
+    /// for the step's pages (each step is priced as an update). Exact when the two models ran
+    /// the same code, which they do unless the canister acts on the counter's value inside the
+    /// step.
     pub fn ic_instructions(&self) -> u64 {
         self.last_read - self.first_read + self.pages.fee(true) - DIRTY_PAGE_FEE * self.stable_fee_pages()
     }

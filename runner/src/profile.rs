@@ -486,7 +486,7 @@ pub fn pages_report(pages: &[(u32, PageCounts)], names: &Names) -> String {
         "\n## Wasm pages by the function that touched them first\n\nThe 64 KiB pages of heap and stable memory the \
          query touched (each counted again where a measured step starts the tracker afresh), by the function on top of \
          the stack at the first access or first write: {} accessed and {} written in all (heap {} / {}, stable {} / {}), \
-         which mainnet's memory tracker charges 80,000 instructions each.\n\n\
+         which mainnet's memory tracker charges {} instructions each (accessed) and {} more (written).\n\n\
          | function | bucket | heap accessed | heap written | stable accessed | stable written |\n|---|---|---:|---:|---:|---:|\n",
         total.accessed(),
         total.written(),
@@ -494,6 +494,8 @@ pub fn pages_report(pages: &[(u32, PageCounts)], names: &Names) -> String {
         total.heap_written,
         total.stable_accessed,
         total.stable_written,
+        stablebench_grid::grouped(stablebench_grid::ic::page_fees::ACCESS),
+        stablebench_grid::grouped(stablebench_grid::ic::page_fees::WRITE),
     );
     for (func, p) in pages.iter().take(25) {
         let name = names.get(*func);

@@ -727,8 +727,9 @@ fn first_difference(old: &BenchResult, new: &BenchResult) -> String {
 /// (`runner/tests/shared_setups.rs` compares the two). `Err` says why the result is not of the
 /// shape the grid declares (the derivation would be wrong, so nothing is derived).
 ///
-/// - [`IcPricing::OneStep`]: one interval, no scopes: canbench's total, without the canbench
-///   model's stable write fee, plus the tracker's fees for the step's pages.
+/// - [`IcPricing::OneStep`]: one step, no scopes, its total the interval between the step's first
+///   and last counter reads: canbench's total, without the canbench model's stable write fee,
+///   plus the tracker's fees for the step's pages.
 /// - [`IcPricing::Steps`]: each step timed by its first and last counter reads; the canister's
 ///   total and largest step must be exactly what the runner read, and each step's ic figure is
 ///   [`Step::ic_instructions`].
@@ -740,10 +741,17 @@ pub fn derive_ic(canbench: &BenchResult, pricing: IcPricing, steps: &[Step]) -> 
             if !canbench.scopes.is_empty() || canbench.total.calls != 1 {
                 return Err("its result is not one step's (it has scopes or several calls)".into());
             }
-            let pages = crate::host::steps_pages(steps).unwrap_or_default();
-            r.total.instructions = canbench.total.instructions
-                - crate::replica::DIRTY_PAGE_FEE * crate::host::steps_stable_fee_pages(steps)
-                + pages.fee(true);
+            let [step] = steps else {
+                return Err(format!("it marked {} steps, not one", steps.len()));
+            };
+            if step.last_read - step.first_read != canbench.total.instructions {
+                return Err(format!(
+                    "its total ({}) is not what the runner timed between the step's first and last reads ({})",
+                    canbench.total.instructions,
+                    step.last_read - step.first_read
+                ));
+            }
+            r.total.instructions = step.ic_instructions();
         }
         IcPricing::Steps { max_scope } => {
             if let Some((k, s)) = steps.iter().enumerate().find(|(_, s)| s.reads != 2) {
@@ -974,5 +982,9 @@ mod tests {
         let ic = derive_ic(&result(50_000, 1, None), IcPricing::OneStep, &steps).unwrap();
         assert_eq!(ic.total.instructions, 50_000 - 3 * 1_000 + 4 * ACCESS_FEE + 2 * WRITE_FEE);
         assert!(derive_ic(&result(50_000, 2, None), IcPricing::OneStep, &steps).is_err());
+        // A total that is not the step's interval (a read after the timer stopped), or two steps.
+        assert!(derive_ic(&result(49_999, 1, None), IcPricing::OneStep, &steps).is_err());
+        let two = [steps[0], steps[0]];
+        assert!(derive_ic(&result(50_000, 1, None), IcPricing::OneStep, &two).is_err());
     }
 }

@@ -1,8 +1,10 @@
 //! Stable pages dirtied per coin: the write amplification Chia's coin-store benchmark is about,
 //! which a canbench query cannot show (its replay is one message, so each page counts once
-//! however often it is rewritten). On the IC every 4 KiB stable page a message writes for the
-//! first time costs 1,000 instructions and counts against the message's dirty-page limit, so what
-//! a schema pays per coin depends on how many coins a message commits.
+//! however often it is rewritten). Under canbench's replica (PocketIC 13, the model this test
+//! uses) every 4 KiB stable page a message writes for the first time costs 1,000 instructions,
+//! on mainnet the memory tracker charges each 64 KiB page a message touches, and every replica
+//! counts the pages against the message's dirty-page limit, so what a schema pays per coin
+//! depends on how many coins a message commits.
 //!
 //! Each Chia schema at 100,000 coins (SQLite under the recommended profile: the cache-poor one
 //! dirties the very same pages, measured when this test was written) is replayed on a fresh

@@ -11,9 +11,9 @@
 //!   allocations shared wasi-libc's `malloc` with SQLite; since the canister gives them the
 //!   dlmalloc crate, the region's history moves the count: +0.66% measured on 2026-11-26; not
 //!   traced further: probably which requests the allocator serves from never-used memory);
-//! - a write costs at least as much live: the IC charges 1,000 instructions for each 4 KiB stable
-//!   page a message dirties first, and canbench's setup has already dirtied, in the same message,
-//!   the pages the step writes again;
+//! - a write costs at least as much live: canbench's replica (PocketIC 13, the model these runs
+//!   use) charges 1,000 instructions for each 4 KiB stable page a message dirties first, and
+//!   canbench's setup has already dirtied, in the same message, the pages the step writes again;
 //! - what allocates in the heap (SQLite's page and statement caches, the heap map's values, a
 //!   sysrepo try's documents) differs by less than 4%: the live setup filled the heap in other
 //!   messages, so the allocator's free lists differ (measured on 2026-11-26 with the dlmalloc

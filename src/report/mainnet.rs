@@ -150,23 +150,23 @@ pub fn lead(
         .collect();
     let (lo, hi) = ratios.iter().fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
     let link = match section {
-        Some(s) => format!("[mainnet.md](mainnet.md#{})", super::site::slug(s)),
-        None => "[mainnet.md](mainnet.md)".to_string(),
+        Some(s) => format!("[the mainnet report](mainnet.md#{})", super::site::slug(s)),
+        None => "[the mainnet report](mainnet.md)".to_string(),
     };
     let mut out = format!(
-        "**On mainnet.** The figures on this page are canbench's (PocketIC 13), whose replica \
+        "**On mainnet.** This report's figures are canbench's (PocketIC 13), whose replica \
          predates the memory tracker that mainnet has run since August 2026 ({access} instructions \
          for each 64 KiB page of heap or stable memory a message accesses first, {write} more for \
-         each it writes first). Measured both ways, mainnet's figure for this page's {n} \
-         benchmarks is {lo:.2}× to {hi:.1}× canbench's; {link} has ",
+         each it writes first). Priced both ways, mainnet's figure for the report's {n} \
+         benchmarks is {lo:.2}× to {hi:.2}× canbench's; {link} has ",
         access = grouped(page_fees::ACCESS),
         write = grouped(page_fees::WRITE),
         n = ratios.len(),
     );
     out += if section.is_some() {
-        "this page's summary priced as mainnet prices it, and every figure of both models is in"
+        "the report's summary priced as mainnet prices it, and every figure of both models is in"
     } else {
-        "how each call is priced, and every figure of both models is in"
+        "how each part is priced, and every figure of both models is in"
     };
     out += " `mainnet_results.yml` and `canbench_results.yml`.";
     let changed: Vec<&Answer> = answers.iter().filter(|a| a.changed()).collect();
@@ -185,10 +185,12 @@ pub fn lead(
         }
     }
     out += "\n";
-    for a in changed {
-        let _ = write!(out, "\n- {}: {} under canbench, **{}** on mainnet.", a.question, a.canbench, a.mainnet);
+    if !changed.is_empty() {
+        for a in changed {
+            let _ = write!(out, "\n- {}: {} under canbench, **{}** on mainnet.", a.question, a.canbench, a.mainnet);
+        }
+        out.push('\n');
     }
-    out.push('\n');
     out
 }
 
@@ -448,14 +450,19 @@ mod tests {
         let on_page = |c: &Cell| matches!(c.op, Op::Sysrepo { .. });
         let answers = [answer("blob (1)", "blob (3)"), answer("sqlite (2)", "blob (9)")];
         let lead = lead(&canbench, &ic, on_page, &answers, Some("ic-rusqlite against ic-sqlite-vfs"));
-        assert!(lead.contains("this page's 2 benchmarks is 2.00× to 5.0× canbench's"), "{lead}");
+        assert!(lead.contains("the report's 2 benchmarks is 2.00× to 5.00× canbench's"), "{lead}");
         assert!(lead.contains("(mainnet.md#ic-rusqlite-against-ic-sqlite-vfs)"), "{lead}");
         // Only the answer whose choice changed is listed.
         assert!(lead.contains("1 of its 2 answers changes on mainnet:"), "{lead}");
         assert!(lead.contains("- Q: sqlite (2) under canbench, **blob (9)** on mainnet."), "{lead}");
         assert!(!lead.contains("blob (3)"), "{lead}");
         let doc = with_lead("# Title\n\nBody.\n", &lead);
-        assert!(doc.starts_with("# Title\n\n**On mainnet.**") && doc.ends_with("\n\nBody.\n"), "{doc}");
+        assert!(doc.starts_with("# Title\n\n**On mainnet.**") && doc.ends_with(".\n\nBody.\n"), "{doc}");
+        // With no answer to list, one blank line between the lead and the report.
+        let lead = super::lead(&canbench, &ic, on_page, &[], None);
+        assert!(lead.ends_with("`canbench_results.yml`.\n") && lead.contains("(mainnet.md)"), "{lead}");
+        let doc = with_lead("# Title\n\nBody.\n", &lead);
+        assert!(doc.ends_with("`canbench_results.yml`.\n\nBody.\n"), "{doc}");
     }
 
     #[test]
