@@ -353,7 +353,7 @@ pub fn generate(
     );
     let _ = writeln!(
         md,
-        "Over the {n_cells} benchmarks measured both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
+        "Over the {n_cells} benchmarks priced both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
          canbench's. {changed} of the {} answers below change.\n",
         answers.len()
     );
@@ -396,7 +396,7 @@ pub fn generate(
         readme,
         "Mainnet has charged since August 2026 for each 64 KiB page a message touches ({access} \
          instructions per page accessed, {write} more per page written); canbench's PocketIC does \
-         not. Measured both ways ({date}), mainnet's figure is {lo:.2}× to {hi:.0}× canbench's, \
+         not. Priced both ways ({date}), mainnet's figure is {lo:.2}× to {hi:.0}× canbench's, \
          and {changed} of {} answers change ([docs/mainnet.md](docs/mainnet.md)):\n",
         answers.len(),
         access = grouped(page_fees::ACCESS),
