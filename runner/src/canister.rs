@@ -183,11 +183,6 @@ impl Outcome {
     pub fn step_pages(&self) -> Option<PageCounts> {
         host::steps_pages(&self.steps)
     }
-
-    /// The 4 KiB stable pages whose canbench write fee those steps paid.
-    pub fn stable_fee_pages(&self) -> u64 {
-        host::steps_stable_fee_pages(&self.steps)
-    }
 }
 
 /// The wasmtime engine, configured as the replica configures its own where it matters

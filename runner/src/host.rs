@@ -544,11 +544,6 @@ pub fn steps_pages(steps: &[Step]) -> Option<PageCounts> {
     (!steps.is_empty()).then(|| steps.iter().fold(PageCounts::default(), |a, s| a.plus(&s.pages)))
 }
 
-/// The 4 KiB stable pages whose canbench write fee ([`DIRTY_PAGE_FEE`]) `steps` paid.
-pub fn steps_stable_fee_pages(steps: &[Step]) -> u64 {
-    steps.iter().map(Step::stable_fee_pages).sum()
-}
-
 impl Measure {
     /// The steps so far.
     pub fn steps(&self) -> &[Step] {
