@@ -4,7 +4,7 @@
 # flamegraph of its measured step to docs/site/flamegraphs/NAME.svg, which the site's benchmark
 # tables link (tests/readme.rs fails on a flamegraph whose name is no benchmark of the grid).
 #
-#   scripts/site-flamegraphs.sh                     # the nine users/orders steps, recommended profile
+#   scripts/site-flamegraphs.sh                     # the nine users/orders steps, journal_memory_temp_file
 #   scripts/site-flamegraphs.sh NAME [NAME ...]
 #
 # Then run scripts/report.sh (or the readme test with STABLEBENCH_REGENERATE_README=1) so the

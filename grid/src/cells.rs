@@ -95,8 +95,8 @@ impl Backend {
         matches!(self, Backend::Sqlite | Backend::SqliteRowid | Backend::SqliteVfs | Backend::SqliteVfsRowid)
     }
 
-    /// The profile its key-value cells (trie, NodeStore, sysrepo) run under: the recommended one
-    /// for ic-rusqlite, the recommended cache budget for ic-sqlite-vfs, none for the maps. The
+    /// The profile its key-value cells (trie, NodeStore, sysrepo) run under: [`KV_PROFILE`] for
+    /// ic-rusqlite, the same cache budget for ic-sqlite-vfs, none for the maps. The
     /// key-value reports read these cells; [`KV_PAGE_16K_PROFILE`]'s are the page-size comparison.
     pub const fn kv_profile(self) -> Option<Profile> {
         match self {
@@ -258,16 +258,16 @@ pub const DB_WEIGHT_SIZE: u64 = 200_000;
 /// rippled NodeStoreTiming's object counts: its debug default and its release default.
 pub const NODESTORE_SIZES: [u64; 2] = [10_000, 100_000];
 
-/// The profile SQLite runs under in the key-value workloads: the recommended one.
-pub const KV_PROFILE: Profile = profiles::DEFAULT;
+/// The profile SQLite runs under in the key-value workloads ([`profiles::WORKLOADS`]).
+pub const KV_PROFILE: Profile = profiles::WORKLOADS;
 
-/// ic-rusqlite's second key-value profile: the recommended one with 16 KiB pages, ic-sqlite-vfs's
+/// ic-rusqlite's second key-value profile: [`KV_PROFILE`] with 16 KiB pages, ic-sqlite-vfs's
 /// page size, on both table layouts at [`VFS_TRIE_SIZES`] and [`NODESTORE_SIZES`], so that the
 /// comparison with ic-sqlite-vfs can tell the page size from the storage path.
 pub const KV_PAGE_16K_PROFILE: Profile = profiles::JOURNAL_MEMORY_TEMP_FILE_PAGE_16K;
 
-/// The Chia replay's SQLite settings, in place of the original's fast and slow machines: the
-/// recommended profile (a cache that holds the whole database) and the same with an 8 MiB cache.
+/// The Chia replay's SQLite settings, in place of the original's fast and slow machines:
+/// [`KV_PROFILE`] (a cache that holds the whole database) and the same with an 8 MiB cache.
 pub const CHIA_PROFILES: [Profile; 2] = [KV_PROFILE, profiles::JOURNAL_MEMORY_TEMP_FILE_CACHE_8MIB];
 
 /// `200`, `1k`, `10k`, `1m`: sizes as names show them.
@@ -394,8 +394,8 @@ impl Cell {
     }
 }
 
-/// The profile the users/orders scaling cells run under: the recommended one.
-pub const SCALE_PROFILE: Profile = profiles::DEFAULT;
+/// The profile the users/orders scaling cells run under ([`profiles::WORKLOADS`]).
+pub const SCALE_PROFILE: Profile = profiles::WORKLOADS;
 
 /// Every cell of the grid, in the order canbench runs them: the users/orders steps under every
 /// profile (profile by profile), then the nine at the other sizes of the scaling curves (size by
@@ -470,8 +470,8 @@ pub fn cells() -> Vec<Cell> {
             out.push(Cell { op: Op::NodeStore, size, backend, profile });
         }
     }
-    // The ic-sqlite-vfs canister: the nine under the library's settings and with the recommended
-    // cache budget, then the key-value workloads under the latter (both layouts).
+    // The ic-sqlite-vfs canister: the nine under the library's settings and with the key-value
+    // workloads' cache budget, then the key-value workloads under the latter (both layouts).
     for p in profiles::VFS_PROFILES {
         for b in BENCHES {
             out.push(Cell::users_orders_at(b, Sizes::REFERENCE.orders, Backend::SqliteVfs, p));
@@ -678,12 +678,12 @@ mod tests {
                         && !n.starts_with("sqlite_vfs")
                 })
                 .count(),
-            188
+            224
         );
     }
 
     #[test]
-    fn the_scaling_cells_run_the_nine_at_every_other_size_under_the_recommended_profile() {
+    fn the_scaling_cells_run_the_nine_at_every_other_size_under_the_workloads_profile() {
         let scaled: Vec<Cell> = cells().into_iter().filter(|c| c.name().contains("_users_orders_")).collect();
         assert_eq!(scaled.len(), 9 * (SCALES.len() - 1));
         assert!(scaled.iter().all(|c| c.profile == Some(SCALE_PROFILE) && c.size != Sizes::REFERENCE.orders));

@@ -41,8 +41,8 @@ impl Sizes {
     }
 }
 
-/// The database sizes (orders) the nine steps run at for the scaling curves, under the
-/// recommended profile only: a hundredth of the reference to ten times it. The reference size's
+/// The database sizes (orders) the nine steps run at for the scaling curves, under
+/// `profiles::WORKLOADS` only: a hundredth of the reference to ten times it. The reference size's
 /// cells are the published ones; the others are named `sqlite_users_orders_<size>_<step>_<profile>`.
 pub const SCALES: [u64; 4] = [10_000, 100_000, 1_000_000, 10_000_000];
 

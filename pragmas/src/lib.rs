@@ -1,8 +1,14 @@
 //! The SQLite settings stablebench measured for a canister that keeps its database in stable
 //! memory with ic-rusqlite, as a dependency instead of a table to retype:
 //!
-//! - [`RECOMMENDED`]: the recommended profile's pragmas, in the order they must be applied, each
-//!   with the reason for its value (the numbers behind them are in stablebench's pragma guide);
+//! - [`RECOMMENDED`]: the recommended profile's pragmas (stablebench's `cache_8mib_page_16k`), in
+//!   the order they must be applied, each with the reason for its value (the numbers behind them
+//!   are in stablebench's pragma guide). It is the cheapest qualifying profile on mainnet, where
+//!   the IC charges for the memory pages a message touches: a small page cache keeps small
+//!   messages and upgrades cheap, and 16 KiB pages mean fewer pages per read;
+//! - [`BULK_LOAD`]: the settings for a canister whose messages are mostly large transactions
+//!   (stablebench's `journal_memory_temp_file`, the recommendation before the IC's memory tracker):
+//!   a page cache as large as the database and the rollback journal in the heap;
 //! - [`apply`]: applies a list in order, then reads every value back, and fails naming the first
 //!   one SQLite did not take (ic-rusqlite's own `ConnectionConfig` applies its pragmas from a
 //!   `HashMap`, in no fixed order, and never checks them);
@@ -20,6 +26,11 @@
 //!    (<https://sqlite.org/wal.html#noshm>).
 //! 3. The per-connection settings (`synchronous`, `temp_store`, `cache_size`) last: they are not
 //!    stored in the file, so they are applied again on every open (init and post_upgrade).
+//!
+//! What the IC charges, in the reasons below: since dfinity/ic pull request #10789 (the
+//! deterministic memory tracker, merged 2026-07-16, on every subnet from the release candidate of
+//! 2026-08-13) a message pays 80,000 instructions the first time it accesses a 64 KiB Wasm page of
+//! heap or stable memory and 80,000 more the first time it writes one, on top of the work itself.
 
 /// One setting: `PRAGMA name = value`, and why.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,17 +43,28 @@ pub struct Pragma {
     pub why: &'static str,
 }
 
-/// `page_size` 4096, the recommended value.
-pub const PAGE_SIZE: Pragma = Pragma {
+/// `page_size` 16384, the recommended value.
+pub const PAGE_SIZE_16K: Pragma = Pragma {
     name: "page_size",
-    value: "4096",
-    why: "SQLite's default. One 4 KiB SQLite page is one 4 KiB OS page of stable memory, \
-          the unit the IC charges 1,000 instructions for when a message first dirties it. \
-          Only takes effect before the first table exists, so it is applied first.",
+    value: "16384",
+    why: "A larger page means fewer pages per read and more bytes per write. On mainnet, \
+          where a message pays for each 64 KiB Wasm page it touches, 16 KiB pages with the \
+          8 MiB cache made the users/orders steps cheaper than 4, 8 or 32 KiB did (only \
+          small deletes cost more), and an index-tree entry of up to 4,086 bytes stays on its \
+          page (1,002 at 4 KiB). Only takes effect before the first table exists, so it is \
+          applied first; an existing database keeps its page size until a VACUUM.",
 };
 
-/// `locking_mode` EXCLUSIVE, the recommended value.
-pub const LOCKING_MODE: Pragma = Pragma {
+/// `page_size` 4096, the bulk-load value.
+pub const PAGE_SIZE_4K: Pragma = Pragma {
+    name: "page_size",
+    value: "4096",
+    why: "SQLite's default: small write transactions copy fewer bytes per changed page. Only \
+          takes effect before the first table exists, so it is applied first.",
+};
+
+/// `locking_mode` EXCLUSIVE, in both profiles.
+pub const LOCKING_EXCLUSIVE: Pragma = Pragma {
     name: "locking_mode",
     value: "EXCLUSIVE",
     why: "The canister is the database's only client: take the file lock once and keep \
@@ -50,55 +72,95 @@ pub const LOCKING_MODE: Pragma = Pragma {
           journal_mode so that WAL, if chosen, never needs shared memory.",
 };
 
-/// `journal_mode` MEMORY, the recommended value.
-pub const JOURNAL_MODE: Pragma = Pragma {
+/// `journal_mode` PERSIST, the recommended value.
+pub const JOURNAL_PERSIST: Pragma = Pragma {
+    name: "journal_mode",
+    value: "PERSIST",
+    why: "The rollback journal is a file in stable memory that is kept, its header zeroed at \
+          commit, instead of being deleted and re-created: fewer file-system calls through the \
+          WASI polyfill, and COMMIT and ROLLBACK stay atomic. On mainnet it made single-row \
+          writes cheaper than a journal in the heap (MEMORY), which touches more heap pages; \
+          MEMORY copies fewer bytes and wins on large transactions (BULK_LOAD).",
+};
+
+/// `journal_mode` MEMORY, the bulk-load value.
+pub const JOURNAL_MEMORY: Pragma = Pragma {
     name: "journal_mode",
     value: "MEMORY",
     why: "The rollback journal lives in the heap: a transaction's original pages are never \
-          written to stable memory, so a write transaction dirties fewer stable-memory pages \
-          (1,000 instructions each). ROLLBACK still works within the message. What is lost \
-          is recovery from a hot journal after a crash, which the IC makes unnecessary: a \
-          message's stable-memory writes are kept or discarded as a whole, so a trap mid-\
-          transaction leaves the previous commit intact. Keep every transaction inside one \
-          message (never open across an await or an upgrade).",
+          written to stable memory, so a large write transaction copies fewer bytes. \
+          ROLLBACK still works within the message. What is lost is recovery from a hot \
+          journal after a crash, which the IC makes unnecessary: a message's memory writes \
+          are kept or discarded as a whole, so a trap mid-transaction leaves the previous \
+          commit intact. Keep every transaction inside one message (never open across an \
+          await or an upgrade).",
 };
 
-/// `synchronous` NORMAL, the recommended value.
-pub const SYNCHRONOUS: Pragma = Pragma {
+/// `synchronous` NORMAL, in both profiles.
+pub const SYNCHRONOUS_NORMAL: Pragma = Pragma {
     name: "synchronous",
     value: "NORMAL",
-    why: "The reference's value. On the IC a message's stable-memory writes are \
-          committed or discarded as a whole, so the level only changes how many \
-          sync calls reach the polyfill, and those cost nothing measurable: OFF and FULL \
-          gave the same instructions on all nine benchmarks.",
+    why: "The reference's value. On the IC a message's memory writes are kept or discarded \
+          as a whole, so the level changes no guarantee, only how many sync calls reach the \
+          WASI polyfill at a commit: OFF makes none and saves a little per commit, FULL \
+          makes more.",
 };
 
-/// `temp_store` FILE, the recommended value.
-pub const TEMP_STORE: Pragma = Pragma {
+/// `temp_store` MEMORY, the recommended value.
+pub const TEMP_STORE_MEMORY: Pragma = Pragma {
+    name: "temp_store",
+    value: "MEMORY",
+    why: "Temporary tables and sorts stay in the heap instead of temporary files in the \
+          polyfill's file system. With a small page cache, FILE makes a large sort (an index \
+          build) spill sorted runs to a temporary file in stable memory, which measured slower \
+          (stablebench's temp_file_cache_8mib).",
+};
+
+/// `temp_store` FILE, the bulk-load value.
+pub const TEMP_STORE_FILE: Pragma = Pragma {
     name: "temp_store",
     value: "FILE",
-    why: "Counter-intuitively faster: only when temporary storage may use files does SQLite's \
-          sorter (CREATE INDEX, ORDER BY without an index) collect its keys in one growing heap \
-          buffer of up to cache_size pages (at most 512 MiB); with temp_store MEMORY it makes one \
-          allocation per key. With the whole-database cache the reference's sorts never reach a \
-          file; a larger sort spills sorted runs to a temporary file in the polyfill's file \
-          system, which works (measured by temp_file_cache_8mib) but costs stable-memory writes.",
+    why: "Counter-intuitively faster with a large cache: only when temporary storage may use \
+          files does SQLite's sorter (CREATE INDEX, ORDER BY without an index) collect its keys \
+          in one growing heap buffer of up to cache_size pages (at most 512 MiB); with \
+          temp_store MEMORY it makes one allocation per key. With the whole-database cache the \
+          sorts never reach a file; a larger sort spills sorted runs to a temporary file in the \
+          polyfill's file system, which works but costs stable-memory writes.",
 };
 
-/// `cache_size` 1,000,000 pages, the recommended value, to be bounded by [`bound_cache`].
-pub const CACHE_SIZE: Pragma = Pragma {
+/// `cache_size` -8192 (KiB: 8 MiB whatever the page size), the recommended value.
+pub const CACHE_8MIB: Pragma = Pragma {
+    name: "cache_size",
+    value: "-8192",
+    why: "8 MiB of page cache in the heap (a negative cache_size is KiB). On mainnet a message pays \
+          for every 64 KiB Wasm page it touches, and a whole-database cache spreads even a \
+          small message over many of them; a small cache bounds that, which made small write \
+          transactions and upgrades much cheaper. A database larger than the cache reads its \
+          other pages from stable memory, so large transactions (bulk loads, index builds) \
+          cost more: a canister that mostly loads in bulk should use BULK_LOAD.",
+};
+
+/// `cache_size` 1,000,000 pages, the bulk-load value, to be bounded by [`bound_cache`].
+pub const CACHE_WHOLE: Pragma = Pragma {
     name: "cache_size",
     value: "1000000",
-    why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database, \
-          tens of MiB for the reference data) stay in the heap page cache, so repeated \
-          reads do not go back to stable memory (20 instructions + 1 per byte per \
-          read). Costs heap, which counts against the wasm memory limit: it is lowered \
-          to a quarter of the canister's wasm_memory_limit (bound_cache; default limit \
-          3 GiB: 768 MiB), so a database larger than the heap keeps working.",
+    why: "Up to 1,000,000 pages (about 4 GB at 4 KiB, in practice the whole database) stay \
+          in the heap page cache, so repeated reads do not go back to stable memory. Costs \
+          heap, which counts against the wasm memory limit: it is lowered to a quarter of the \
+          canister's wasm_memory_limit (bound_cache; default limit 3 GiB: 768 MiB), so a \
+          database larger than the heap keeps working. On mainnet every heap page a message \
+          touches is charged, so the larger the cache, the more a small message pays.",
 };
 
-/// The recommended profile (stablebench's `journal_memory_temp_file`), in the order to apply it.
-pub const RECOMMENDED: [Pragma; 6] = [PAGE_SIZE, LOCKING_MODE, JOURNAL_MODE, SYNCHRONOUS, TEMP_STORE, CACHE_SIZE];
+/// The recommended profile (stablebench's `cache_8mib_page_16k`), in the order to apply it.
+pub const RECOMMENDED: [Pragma; 6] =
+    [PAGE_SIZE_16K, LOCKING_EXCLUSIVE, JOURNAL_PERSIST, SYNCHRONOUS_NORMAL, TEMP_STORE_MEMORY, CACHE_8MIB];
+
+/// The bulk-load profile (stablebench's `journal_memory_temp_file`), in the order to apply it:
+/// cheaper than [`RECOMMENDED`] for large write transactions and index builds, dearer for small
+/// messages and upgrades on mainnet.
+pub const BULK_LOAD: [Pragma; 6] =
+    [PAGE_SIZE_4K, LOCKING_EXCLUSIVE, JOURNAL_MEMORY, SYNCHRONOUS_NORMAL, TEMP_STORE_FILE, CACHE_WHOLE];
 
 /// The default `wasm_memory_limit` of a canister: 3 GiB (3,221,225,472 bytes, as the mainnet
 /// registry canister's settings show; IC interface specification, canister settings). A canister
@@ -239,16 +301,35 @@ mod tests {
         assert_eq!(
             read_back,
             [
+                ("page_size", "16384".to_string()),
+                ("locking_mode", "exclusive".to_string()),
+                ("journal_mode", "persist".to_string()),
+                ("synchronous", "1".to_string()),
+                ("temp_store", "2".to_string()),
+                ("cache_size", "-8192".to_string()),
+            ]
+        );
+        drop(conn);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_bulk_load_settings_take_and_read_back() {
+        let conn = Connection::open_in_memory().unwrap();
+        apply(&conn, &BULK_LOAD).unwrap();
+        let read_back: Vec<_> = BULK_LOAD.iter().map(|p| (p.name, read(&conn, p.name).unwrap())).collect();
+        assert_eq!(
+            read_back,
+            [
                 ("page_size", "4096".to_string()),
                 ("locking_mode", "exclusive".to_string()),
+                // An in-memory database's journal is always in memory; a file's follows the pragma.
                 ("journal_mode", "memory".to_string()),
                 ("synchronous", "1".to_string()),
                 ("temp_store", "1".to_string()),
                 ("cache_size", "1000000".to_string()),
             ]
         );
-        drop(conn);
-        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
@@ -257,11 +338,11 @@ mod tests {
         conn.execute_batch("PRAGMA page_size = 8192; CREATE TABLE t (x)").unwrap();
         let e = apply(&conn, &RECOMMENDED).unwrap_err();
         assert!(
-            matches!(&e, Error::NotApplied { name: "page_size", requested: "4096", effective } if effective == "8192")
+            matches!(&e, Error::NotApplied { name: "page_size", requested: "16384", effective } if effective == "8192")
         );
         assert_eq!(
             e.to_string(),
-            "PRAGMA page_size = 4096 did not take effect (SQLite reports 8192): \
+            "PRAGMA page_size = 16384 did not take effect (SQLite reports 8192): \
              the page size is fixed once the first table exists"
         );
     }
@@ -269,7 +350,7 @@ mod tests {
     #[test]
     fn the_cache_is_bounded_to_a_quarter_of_the_heap_limit_and_never_raised() {
         let conn = Connection::open_in_memory().unwrap();
-        apply(&conn, &RECOMMENDED).unwrap();
+        apply(&conn, &BULK_LOAD).unwrap();
         // 1,000,000 pages of 4 KiB against 256 MiB: lowered to 64 MiB, as KiB (negative).
         assert_eq!(bound_cache(&conn, 256 << 20).unwrap(), 64 << 10);
         assert_eq!(read(&conn, "cache_size").unwrap(), (-(64i64 << 10)).to_string());

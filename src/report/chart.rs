@@ -430,7 +430,7 @@ fn draw_scaling(curves: &[super::scaling::Curve], svg: &mut String) -> Drawn {
     let root = SVGBackend::with_string(svg, (1300, 640)).into_drawing_area();
     root.fill(&WHITE)?;
     let root = root.titled(
-        "users/orders, recommended profile: instructions against orders in the database (dashed: projected)",
+        "users/orders, journal_memory_temp_file: instructions against orders in the database (dashed: projected)",
         ("sans-serif", 20),
     )?;
     // The step names are longer than a legend slot of the other charts.

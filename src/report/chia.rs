@@ -196,7 +196,7 @@ fn document(
          unspent coins at mainnet's ratio of {spends} spends per {creations} creations) is replayed into \
          the schemas in one canbench query per cell, then the reads the original left as stubs are measured, \
          and every answer is checked against a model fed the same blocks. The original's fast and slow \
-         machines become two SQLite settings: **cache-rich** (`{rich}`, the recommended profile: the page \
+         machines become two SQLite settings: **cache-rich** (`{rich}`, the key-value workloads' profile: the page \
          cache holds the database) and **cache-poor** (`{poor}`: 2,000 pages, 8 MiB).\n",
         spends = grouped(MAINNET_SPENDS),
         creations = grouped(MAINNET_CREATIONS),
@@ -315,7 +315,7 @@ fn document(
          benchmark wasm: from empty in messages of {} blocks (about 10,000 coins, one commit each), then the \
          last {} or so coins a block per message (one commit per block, as Chia's node commits; the last \
          block's message, which also measures the reads, is left out). SQLite under the \
-         recommended profile; the cache-poor one dirtied the same pages when this was written. Instructions \
+         cache-rich profile; the cache-poor one dirtied the same pages when this was written. Instructions \
          are the schema's (accepts and flushes, canbench's stable write fee included); \"whole message\" \
          adds the benchmark's own chain generation and model. Pages are 4 KiB stable pages written.\n\n\
          | schema | pages per coin, {} blocks per message | instructions per coin | pages per coin, a block per message | most pages in one message | instructions per coin | whole message per block |\n\

@@ -11,7 +11,7 @@ use std::fmt::Write;
 use stablebench_grid::cells::{Backend, Cell, BACKENDS, DB_WEIGHT_SIZE, SYSREPO_BACKENDS, TRIE_OPS};
 use stablebench_grid::grouped;
 use stablebench_grid::ic::{page_fees, PageCounts};
-use stablebench_grid::profiles::DEFAULT;
+use stablebench_grid::profiles::{Profile, DEFAULT, WORKLOADS};
 use stablebench_grid::sysrepo::{SIZES as SYSREPO_SIZES, TESTS};
 use stablebench_grid::users_orders::{Sizes, BENCHES};
 
@@ -230,6 +230,33 @@ fn row(cell: &Cell, canbench: &Results, ic: &Results, pages: &BTreeMap<String, P
     })
 }
 
+/// The nine users/orders steps at the reference size under profile `a` against `b`, both models.
+fn versus_table(canbench: &Results, ic: &Results, a: Profile, b: Profile) -> String {
+    let mut t = format!(
+        "| step | `{}` on mainnet | `{}` on mainnet | ratio on mainnet | ratio under canbench |\n|---|--:|--:|--:|--:|\n",
+        a.name, b.name
+    );
+    for step in BENCHES {
+        let cell = |p| Cell::users_orders_at(step, Sizes::REFERENCE.orders, Backend::Sqlite, p);
+        let total = |r: &Results, p| r.get(&cell(p)).map(|m| m.total.instructions);
+        let (Some(ia), Some(ib), Some(ca), Some(cb)) =
+            (total(ic, a), total(ic, b), total(canbench, a), total(canbench, b))
+        else {
+            continue;
+        };
+        let _ = writeln!(
+            t,
+            "| `{}` | {} | {} | {:.2} | {:.2} |",
+            step.name(),
+            grouped(ia),
+            grouped(ib),
+            ia as f64 / ib.max(1) as f64,
+            ca as f64 / cb.max(1) as f64
+        );
+    }
+    t
+}
+
 fn per_call_table(rows: &[Row]) -> String {
     let mut t = String::from(
         "| benchmark | canbench per call | mainnet per call | mainnet / canbench | pages accessed / written per call |\n|---|--:|--:|--:|--:|\n",
@@ -373,6 +400,14 @@ pub fn generate(
         DEFAULT.name
     );
     md += &per_call_table(&uo_rows);
+    let _ = writeln!(
+        md,
+        "\n## The recommendation against the bulk-load profile\n\n`{}` (the recommendation on mainnet) against \
+         `{}` (the bulk-load profile, the recommendation under canbench's model), step by step: below 1 the \
+         recommendation is cheaper.\n",
+        DEFAULT.name, WORKLOADS.name
+    );
+    md += &versus_table(canbench, ic, DEFAULT, WORKLOADS);
     let _ = writeln!(md, "\n## Re-derived under mainnet's figures\n");
     let _ = writeln!(
         md,

@@ -250,7 +250,7 @@ fn document(results: &Results, command: &str, date: &str, findings: &str) -> Str
                  baseline"
             }
             Backend::Sqlite => {
-                "SQLite (ic-rusqlite, the recommended profile): `lst` as a `WITHOUT ROWID` table keyed by \
+                "SQLite (ic-rusqlite, `journal_memory_temp_file`): `lst` as a `WITHOUT ROWID` table keyed by \
                  (k1, k2), `usr-lst` with a position column; an apply is one transaction of one statement per edit"
             }
             Backend::StableBTreeMap => {

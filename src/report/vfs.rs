@@ -1,12 +1,12 @@
 //! The ic-sqlite-vfs report: the two ways to put SQLite in a canister, side by side on the same
-//! workloads (`docs/vfs.md`, the README's summary). ic-rusqlite runs under the recommended profile;
+//! workloads (`docs/vfs.md`, the README's summary). ic-rusqlite runs under the key-value workloads' profile;
 //! ic-sqlite-vfs under its own settings and with the same cache budget. Every number comes from
 //! the committed results of both canisters; every sentence that ranks them is computed from them.
 
 use std::fmt::Write;
 
 use stablebench_grid::cells::{Backend, Cell, Op, BACKENDS, KV_PAGE_16K_PROFILE, TRIE_OPS, VFS_TRIE_SIZES};
-use stablebench_grid::profiles::{self, Profile, DEFAULT, VFS_CACHE_768MIB, VFS_DEFAULT, VFS_PROFILES};
+use stablebench_grid::profiles::{self, Profile, VFS_CACHE_768MIB, VFS_DEFAULT, VFS_PROFILES, WORKLOADS};
 use stablebench_grid::users_orders::{Bench, Sizes, BENCHES};
 
 use super::kv::{phase_per_op_in, w_avg_per_op_in};
@@ -56,7 +56,7 @@ impl Kv {
     }
 
     /// The rows an ic-sqlite-vfs backend is compared with, in table order: its ic-rusqlite twin
-    /// under the recommended profile, the twin with 16 KiB pages, and itself.
+    /// under the key-value workloads' profile, the twin with 16 KiB pages, and itself.
     const fn sqlite_rows(vfs: Backend) -> [Kv; 3] {
         let twin = rusqlite_twin(vfs);
         [Kv::of(twin), Kv { backend: twin, profile: Some(KV_PAGE_16K_PROFILE) }, Kv::of(vfs)]
@@ -75,11 +75,11 @@ impl Kv {
 /// Which comparison a ratio belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Bucket {
-    /// ic-sqlite-vfs against ic-rusqlite under the recommended profile.
+    /// ic-sqlite-vfs against ic-rusqlite under the key-value workloads' profile.
     VfsVs4k,
     /// ic-sqlite-vfs against ic-rusqlite with 16 KiB pages: the storage path and SQLite's build.
     VfsVs16k,
-    /// ic-rusqlite with 16 KiB pages against its recommended 4 KiB: the page size alone.
+    /// ic-rusqlite with 16 KiB pages against its 4 KiB: the page size alone.
     Page16kVs4k,
 }
 
@@ -142,8 +142,9 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          canbench's model: the replica of PocketIC 13), fewer is better.\n\n\
          Two ways to put SQLite in a canister, on the same workloads, the same SQL and the same Rust code:\n\n\
          - **ic-rusqlite 0.5** (`canister/`): SQLite 3.53.0 over WASI, the WASI calls turned into \
-         ic-wasi-polyfill's file system in stable memory by wasi2ic; the recommended profile \
-         `{rec}`.\n\
+         ic-wasi-polyfill's file system in stable memory by wasi2ic; the profile of the \
+         key-value workloads, `{rec}` (the recommendation before the IC's memory tracker: a page \
+         cache as large as the database, the budget `vfs_cache_768mib` gives ic-sqlite-vfs).\n\
          - **ic-sqlite-vfs 2.1** (`vfs/`, wasm32-unknown-unknown): its precompiled SQLite 3.53.4 (built at \
          `-Oz` with its own defines; ic-rusqlite's at `-O3` with libsqlite3-sys's) with \
          a VFS that writes pages straight into a stable-memory virtual memory. Writes go through \
@@ -152,23 +153,23 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          which the library opens anew after every update). The workloads drive both libraries' \
          connections through rusqlite (`vfs/src/store.rs`), so the difference below is the storage \
          path, the library's commit protocol and SQLite's build, not the calling code.\n\n",
-        rec = DEFAULT.name,
+        rec = WORKLOADS.name,
     );
     md.push_str(
         "## Settings\n\n\
          ic-sqlite-vfs fixes its pragmas (`src/db/pragmas.rs`) except the per-connection `cache_size`, which \
          the canister sets on every connection the library opens and reads back:\n\n\
-         | setting | ic-rusqlite, recommended | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` |\n\
+         | setting | ic-rusqlite, `journal_memory_temp_file` | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` |\n\
          |---|---|---|---|\n",
     );
     for name in ["page_size", "locking_mode", "journal_mode", "synchronous", "temp_store", "cache_size"] {
         let v = |p: Profile| p.pragmas.iter().find(|q| q.name == name).map_or("–", |q| q.value);
-        let _ = writeln!(md, "| `{name}` | {} | {} | {} |", v(DEFAULT), v(VFS_DEFAULT), v(VFS_CACHE_768MIB));
+        let _ = writeln!(md, "| `{name}` | {} | {} | {} |", v(WORKLOADS), v(VFS_DEFAULT), v(VFS_CACHE_768MIB));
     }
     md.push_str(
         "\nWhat ic-sqlite-vfs does not allow: another page size (16 KiB is its VFS's unit: sector size and \
          overlay pages), temporary storage in files (its SQLite is built with `SQLITE_TEMP_STORE=3`, so \
-         `temp_store = FILE`, which makes our recommended profile's index build faster, has no effect), \
+         `temp_store = FILE`, which makes `journal_memory_temp_file`'s index build faster, has no effect), \
          and a transaction across two `Db::update` calls. A negative `cache_size` is KiB: `-786432` is the \
          768 MiB our canister allows its cache under the default 3 GiB `wasm_memory_limit`.\n\n",
     );
@@ -178,7 +179,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         "## Users/orders (reference size: 100,000 users, 1,000,000 orders)\n\n\
          Each step as one canbench query on a fresh canister; for ic-sqlite-vfs the measured step is one \
          `Db::update` whose SQLite transactions are the step's own, so its commit and publication are \
-         measured. `journal_memory_temp_file_page_16k` is the recommended profile with ic-sqlite-vfs's 16 KiB \
+         measured. `journal_memory_temp_file_page_16k` is `journal_memory_temp_file` with ic-sqlite-vfs's 16 KiB \
          pages, and `memory` \
          ic-rusqlite's database in the heap (the floor). Memory growth is canbench's, in the measured step: \
          ic-sqlite-vfs keeps a transaction's dirtied pages in a heap overlay until it publishes them, and \
@@ -188,7 +189,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     );
     let mut uo_ratios = Vec::new();
     for b in BENCHES {
-        let Some((rec, rec_heap, rec_stable)) = total(results, b, Backend::Sqlite, DEFAULT) else { continue };
+        let Some((rec, rec_heap, rec_stable)) = total(results, b, Backend::Sqlite, WORKLOADS) else { continue };
         let cell = |p| total(results, b, Backend::Sqlite, p).map_or("–".to_string(), |(i, _, _)| int(i as f64));
         let vfs = VFS_PROFILES.map(|p| total(results, b, Backend::SqliteVfs, p));
         let [Some((d, _, _)), Some((c, c_heap, c_stable))] = vfs else { continue };
@@ -217,7 +218,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          (ic-sqlite-vfs) or on the open connection (ic-rusqlite); a write is one upsert committed on its \
          own (one `Db::update`, or one autocommit statement). Warm: the caches as a running canister has \
          them; cold: emptied before every iteration, as after an upgrade. The map backends are the \
-         baselines of `docs/kv.md`. ic-rusqlite runs twice: under the recommended profile (4 KiB pages) \
+         baselines of `docs/kv.md`. ic-rusqlite runs twice: under `journal_memory_temp_file` (4 KiB pages) \
          and with ic-sqlite-vfs's 16 KiB pages (`journal_memory_temp_file_page_16k`, nothing else \
          changed), so that the page size and the storage path can be told apart.\n\n",
     );
@@ -315,7 +316,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     let reads_same_page = ratios.span(Bucket::VfsVs16k, Class::Read, None);
     let verdict = match (write_vs_4k, bulk_geomean) {
         (Some((lo, hi)), Some(g)) if lo > 1.0 && g > 1.0 => format!(
-            "**In plain words: choose ic-rusqlite with the recommended profile.** Every measured commit costs \
+            "**In plain words: choose ic-rusqlite.** Every measured commit costs \
              more on ic-sqlite-vfs ({lo:.2}x to {hi:.2}x), and the nine bulk steps cost {g:.2}x ic-rusqlite's in the geometric \
              mean. Its cheaper `WITHOUT ROWID` reads come from its 16 KiB pages, which ic-rusqlite can have too \
              (`page_size` 16384 before the first table, as `{page16k}` does): at the same page size its reads \
@@ -395,7 +396,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          shipped clang 20 archive.\n",
     );
     let readme = format!(
-        "ic-sqlite-vfs 2.1 against ic-rusqlite (the recommended profile), same SQL and Rust code, same cache \
+        "ic-sqlite-vfs 2.1 against ic-rusqlite (`journal_memory_temp_file`), same SQL and Rust code, same cache \
          budget (`docs/vfs.md`, results of {date}):\n\n{choose}"
     );
     VfsReport { markdown: md, readme }

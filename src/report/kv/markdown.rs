@@ -752,8 +752,8 @@ pub(super) fn patterns(results: &Results) -> String {
             ) {
                 let _ = writeln!(
                     out,
-                    "- **Large rows want large pages** (NodeStore, {} objects): with 16 KiB pages (`{}`, the \
-                     recommended profile with `page_size` 16384, where an index-tree cell keeps up to 4,086 bytes) \
+                    "- **Large rows want large pages** (NodeStore, {} objects): with 16 KiB pages (`{}`, \
+                     `journal_memory_temp_file` with `page_size` 16384, where an index-tree cell keeps up to 4,086 bytes) \
                      the `WITHOUT ROWID` table's random fetch costs {} instructions instead of {} ({}), and a \
                      single-commit insert {} instead of {} ({}){}. Set `page_size` before the first table; \
                      small-value writes pay for the larger page (`docs/vfs.md` has the trie at both sizes).",
