@@ -172,7 +172,7 @@ impl TempDb {
     /// Opens the file with the recommended profile and both layouts' tables, as the canister
     /// does on install and after every upgrade.
     fn open(&self) -> Result<Connection> {
-        prepared(Connection::open(&self.path)?)
+        prepared(Connection::open(&self.path)?, pragma::DEFAULT)
     }
 }
 
@@ -182,14 +182,16 @@ impl Drop for TempDb {
     }
 }
 
-/// A `:memory:` database with the recommended profile and both tables.
+/// A `:memory:` database with the key-value workloads' profile (`journal_memory_temp_file`) and
+/// both tables: an in-memory database keeps its rollback journal in memory whatever
+/// `journal_mode` asks, so the recommended profile's PERSIST cannot take (`apply` refuses it).
 fn open_in_memory() -> Result<Connection> {
-    prepared(Connection::open_in_memory()?)
+    prepared(Connection::open_in_memory()?, pragma::WORKLOADS)
 }
 
-/// `conn` under the recommended profile with both layouts' tables.
-fn prepared(conn: Connection) -> Result<Connection> {
-    pragma::DEFAULT.apply(&conn)?;
+/// `conn` under `profile` with both layouts' tables.
+fn prepared(conn: Connection, profile: pragma::Profile) -> Result<Connection> {
+    profile.apply(&conn)?;
     for layout in Layout::ALL {
         sqlite::create(&conn, layout)?;
     }
