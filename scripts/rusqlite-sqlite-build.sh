@@ -15,7 +15,7 @@
 #
 # at CFLAGS, links it into the benchmark canister in place of ic-rusqlite's archive (a copy of the
 # workspace with a patched copy of ic-rusqlite, under target/rusqlite-sqlite-build/), and runs the
-# named benchmarks (default: the nine under the recommended profile and the SQLite key-value cells
+# named benchmarks (default: the nine under journal_memory_temp_file and the SQLite key-value cells
 # at 10k and 200k keys) on the offline runner against the committed canbench_results.yml, so
 # canbench's change column is the effect of the build. The numbers are persisted in
 # target/rusqlite-sqlite-build/<DEFINES>_<CFLAGS>/canbench_results.yml (each cell's run in cells/).

@@ -311,7 +311,7 @@ pub fn generate(results: &BTreeMap<String, Measured>, command: &str, date: &str)
             Err(_) => "no: not atomic".to_string(),
         };
         let mark =
-            if best.is_some_and(|b| b.profile.name == s.profile.name) { " **(fastest qualifying)**" } else { "" };
+            if best.is_some_and(|b| b.profile.name == s.profile.name) { " **(cheapest qualifying)**" } else { "" };
         let _ = writeln!(
             profiles,
             "| `{}`{mark} | {} | {} | {} | {:.2}x | {} | {deploy} |",

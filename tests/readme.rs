@@ -323,10 +323,10 @@ fn site_answer(readme: &str) -> String {
         "## Which SQLite settings\n\nThe recommendation is `{default}` (the canister's default, and \
          `RECOMMENDED` in the `stablebench-pragmas` crate): the cheapest profile on mainnet over the nine \
          users/orders steps that keeps COMMIT and ROLLBACK atomic, the database in stable memory and \
-         foreign keys enforced. For mostly large write transactions, `journal_memory_temp_file` \
+         foreign keys enforced. For mostly large write transactions, `{workloads}` \
          (`BULK_LOAD`). Every profile, over those nine steps on mainnet:\n\n{profiles}\n\
          ## Which backend for which pattern\n\nInstructions per operation, SQLite under \
-         `journal_memory_temp_file`; details on the [key-value page](kv.md).\n\n{patterns}\n\
+         `{workloads}`; details on the [key-value page](kv.md).\n\n{patterns}\n\
          ## The IC DbWeight\n\nWhat Substrate's `DbWeight` would be on the IC: instructions per read and \
          write at 200,000 keys.\n\n{dbweight}\n\
          ## One call of a key-value backend\n\nA whole message against the same operation inside a \
@@ -336,6 +336,7 @@ fn site_answer(readme: &str) -> String {
          (instructions; `runner/tests/endpoints.rs`).\n\n{endpoints}\n\
          ## How the users/orders steps scale\n\nDetails on the [scaling page](scaling.md).\n\n{scaling}",
         default = DEFAULT.name,
+        workloads = stablebench_grid::profiles::WORKLOADS.name,
         profiles = fragment(readme, "profiles-table"),
         patterns = fragment(readme, "kv-patterns"),
         dbweight = fragment(readme, "dbweight-table"),

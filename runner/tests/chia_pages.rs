@@ -6,7 +6,7 @@
 //! counts the pages against the message's dirty-page limit, so what a schema pays per coin
 //! depends on how many coins a message commits.
 //!
-//! Each Chia schema at 100,000 coins (SQLite under the recommended profile: the cache-poor one
+//! Each Chia schema at 100,000 coins (SQLite under `cells::KV_PROFILE`, the cache-rich profile: the cache-poor one
 //! dirties the very same pages, measured when this test was written) is replayed on a fresh
 //! benchmark canister through the live API (`bench_setup`, then `bench_chia_blocks`), as a canister
 //! taking blocks in messages would: the chain up to the last `WINDOW_COINS` coins in messages of

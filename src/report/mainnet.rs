@@ -93,7 +93,7 @@ fn answers_of(results: &Results) -> Vec<(Topic, String, String)> {
         standings.iter().find(|s| super::qualifies(s)).map_or("none".to_string(), |s| s.profile.name.to_string());
     out.push((
         Topic::Profiles,
-        "Recommended pragma profile (the fastest qualifying one over the nine users/orders steps)".into(),
+        "Recommended pragma profile (the cheapest qualifying one over the nine users/orders steps)".into(),
         best,
     ));
     for op in TRIE_OPS {
