@@ -90,7 +90,11 @@ fn expected_pragmas(limit: u64) -> Vec<(String, String)> {
         .iter()
         .map(|p| {
             let reported = match p.name {
-                "cache_size" if 8_192 > stablebench_pragmas::cache_bound_kib(limit) => {
+                // The crate's cache_size is negative KiB (SQLite's convention): bounded only if larger.
+                "cache_size"
+                    if p.value.trim_start_matches('-').parse::<u64>().expect("cache_size in KiB")
+                        > stablebench_pragmas::cache_bound_kib(limit) =>
+                {
                     format!("-{}", stablebench_pragmas::cache_bound_kib(limit))
                 }
                 _ => stablebench_pragmas::normalize(p.name, p.value).to_ascii_lowercase(),
