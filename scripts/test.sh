@@ -9,7 +9,9 @@ source "$(dirname "$0")/lib.sh"
 ensure_rust
 log "checking formatting and lints"
 cargo fmt --all --check || die "cargo fmt --all --check failed: run cargo fmt --all"
-cargo clippy --workspace --all-targets --all-features --locked -- -D warnings || die "clippy found warnings"
+# `--release`: the build scripts (SQLite's C among them) and proc macros it compiles are the ones the
+# release test build below needs, so that build reuses them instead of compiling them again.
+cargo clippy --release --workspace --all-targets --all-features --locked -- -D warnings || die "clippy found warnings"
 # The ic-sqlite-vfs canister's storage code exists for wasm32 only: lint it on its target too.
 # (`--features canbench`: its two SQLite features exclude each other.)
 cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-vfs --features canbench -- -D warnings \
@@ -51,13 +53,19 @@ for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stableb
 done
 
 log "running the workspace tests"
-cargo test --workspace --locked --release
-# The runner's heap tracking, checked after every execution of the end-to-end tests: the whole
-# heap against its committed image (a write the map of written pages missed fails the test).
-# (`--workspace`, as above: with `-p stablebench-runner` cargo resolves the dependencies' features
-# for that package alone and compiles wasmtime and the rest again, 2.5 minutes on 2 cores.)
-STABLEBENCH_RUNNER_CHECK_HEAP=1 cargo test --workspace --locked --release \
-  --test canister_e2e --test system_api --test reliability
+# cargo-nextest: every test in a process of its own, two at a time across all the test binaries
+# (`cargo test` runs the binaries one after another, and most of the slow ones hold one test).
+NEXTEST=$(ensure_nextest)
+# The runner's heap tracking is checked after every execution of three end-to-end suites: the
+# whole heap against its committed image (a write the map of written pages missed fails the
+# test). They run once, with the check; everything else without it.
+# (`--workspace`: with `-p stablebench-runner` cargo resolves the dependencies' features for that
+# package alone and compiles wasmtime and the rest again, 2.5 minutes on 2 cores.)
+heap_checked='binary(canister_e2e) | binary(system_api) | binary(reliability)'
+"$NEXTEST" nextest run --workspace --locked --release --no-fail-fast -E "not ($heap_checked)"
+STABLEBENCH_RUNNER_CHECK_HEAP=1 "$NEXTEST" nextest run --workspace --locked --release --no-fail-fast -E "$heap_checked"
+# nextest runs no doctests: cargo does (none exist today; this keeps one from being skipped).
+cargo test --workspace --locked --release --doc
 # The runner binary the workspace tests built (for their integration tests), used by load.sh and
 # the grid below, instead of a third build with the runner's own feature set.
 export STABLEBENCH_RUNNER=$ROOT/target/release/stablebench-runner
