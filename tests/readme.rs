@@ -145,7 +145,14 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         results.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
         "mainnet_results.yml and canbench_results.yml hold the same benchmarks (one run writes both)"
     );
-    let mainnet = mainnet::generate(&results, &ic, &pages, command, &date);
+    let mut scope_pages = BTreeMap::new();
+    for (file, text) in
+        [(MAINNET, std::fs::read_to_string(MAINNET)), (VFS_MAINNET, std::fs::read_to_string(VFS_MAINNET))]
+    {
+        let text = text.unwrap_or_else(|e| panic!("{file}: {e}"));
+        scope_pages.extend(mainnet::scope_pages_of(&text).unwrap_or_else(|e| panic!("{file}: {e}")));
+    }
+    let mainnet = mainnet::generate(&results, &ic, &pages, &scope_pages, command, &date);
     // Each report opens with what mainnet changes for it.
     let answers = mainnet::answers(&results, &ic);
     let of = |topic| answers.iter().filter(|a| a.topic == topic).cloned().collect::<Vec<_>>();

@@ -345,10 +345,11 @@ pub fn measure_chia(cell: &Cell) -> Measured {
         .enumerate()
         .map(|(i, c)| (format!("chunk_{:02}", i + 1), one(c.instructions)))
         .collect();
-    scopes.insert("lookup_existing".into(), one(run.lookup_existing));
-    scopes.insert("lookup_missing".into(), one(run.lookup_missing));
-    scopes.insert("block_reads".into(), one(run.block_reads));
-    scopes.insert("rewind".into(), one(run.rewind));
+    let [existing, missing, block_reads, rewind] = chia_grid::READ_SCOPES;
+    scopes.insert(existing.into(), one(run.lookup_existing));
+    scopes.insert(missing.into(), one(run.lookup_missing));
+    scopes.insert(block_reads.into(), one(run.block_reads));
+    scopes.insert(rewind.into(), one(run.rewind));
     let total = Measurement {
         calls: 1,
         instructions: run.replay.instructions,

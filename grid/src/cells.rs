@@ -227,6 +227,10 @@ pub enum IcPricing {
         /// The scope that holds the largest step.
         max_scope: &'static str,
     },
+    /// One timed step whose canbench-rs scopes each ran once inside it, `total` their sum
+    /// (NodeStore's phases): each scope is priced from the two counter reads that timed it, the
+    /// pages first touched between them included.
+    Scopes,
 }
 
 /// One benchmark.
@@ -520,6 +524,25 @@ pub const MEASURE_LINE: &str = "stablebench: measure";
 pub const SWITCHED_CELL_PREFIX: &str = "stablebench: went on as ";
 
 impl Cell {
+    /// Whether the cell's scope `scope` is one stretch between two counter reads of a timed part
+    /// (a canbench-rs `bench_scope`, or a part the canister times with two reads), so that the
+    /// runner may place it by its instructions and count its pages (`suite::scope_pages`); a
+    /// scope that sums several stretches is not.
+    pub fn interval_scope(&self, scope: &str) -> bool {
+        match self.op {
+            // Every phase is a canbench-rs `bench_scope`.
+            Op::NodeStore => true,
+            // The reads and the rewind; not the replay's chunks, each a sum of its blocks' parts.
+            Op::Chia(_) => chia::READ_SCOPES.contains(&scope),
+            // The largest try, one timed part.
+            Op::Sysrepo { .. } => scope == sysrepo::MAX_TRY_SCOPE,
+            // `pre_upgrade`'s save and `post_upgrade`'s load, each a `bench_scope`.
+            Op::TrieUpgrade => scope == crate::scopes::SAVE || scope == crate::scopes::LOAD,
+            // `w_avg` sums 30 iterations; `setup` runs before the first timed part.
+            Op::TrieRead(_) | Op::TrieWrite(_) | Op::UsersOrders(_) => false,
+        }
+    }
+
     /// How the offline runner gets the cell's mainnet figure in a run under both cost models
     /// (docs/mainnet.md; `runner/tests/shared_setups.rs` checks that every way agrees with a run
     /// under the ic model alone).
@@ -527,7 +550,8 @@ impl Cell {
         match self.op {
             Op::UsersOrders(_) => IcPricing::OneStep,
             Op::Sysrepo { .. } => IcPricing::Steps { max_scope: sysrepo::MAX_TRY_SCOPE },
-            Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade | Op::NodeStore | Op::Chia(_) => IcPricing::Measured,
+            Op::NodeStore => IcPricing::Scopes,
+            Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade | Op::Chia(_) => IcPricing::Measured,
         }
     }
 
@@ -678,8 +702,24 @@ mod tests {
                         && !n.starts_with("sqlite_vfs")
                 })
                 .count(),
-            224
+            233
         );
+    }
+
+    #[test]
+    fn only_scopes_that_are_one_stretch_are_declared_placeable() {
+        let of = |pick: &dyn Fn(&Cell) -> bool| cells().into_iter().find(|c| pick(c)).unwrap();
+        let nodestore = of(&|c| c.op == Op::NodeStore);
+        assert!(nodestore.interval_scope("batch_insert"));
+        let chia = of(&|c| matches!(c.op, Op::Chia(_)));
+        assert!(chia::READ_SCOPES.iter().all(|s| chia.interval_scope(s)));
+        assert!(!chia.interval_scope("chunk_01"));
+        let sysrepo = of(&|c| matches!(c.op, Op::Sysrepo { .. }));
+        assert!(sysrepo.interval_scope(sysrepo::MAX_TRY_SCOPE));
+        let trie = of(&|c| matches!(c.op, Op::TrieRead(_)));
+        assert!(!trie.interval_scope(crate::scopes::W_AVG) && !trie.interval_scope(crate::scopes::SETUP));
+        let upgrade = of(&|c| c.op == Op::TrieUpgrade);
+        assert!(upgrade.interval_scope(crate::scopes::SAVE) && upgrade.interval_scope(crate::scopes::LOAD));
     }
 
     #[test]

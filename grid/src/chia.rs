@@ -40,6 +40,12 @@ pub const BLOCK_READS: usize = 100;
 /// Blocks the rewind after the replay drops (a reorg of this depth).
 pub const REWIND_BLOCKS: usize = 100;
 
+/// The scopes of the reads after the replay and of the rewind, each one timed part of its own
+/// (the canister writes them, the reports read them): existing names looked up, missing names,
+/// blocks read by index, the rewind. The replay's chunks are scopes too (`chunk_01`, ...), each
+/// the sum of its blocks' timed parts.
+pub const READ_SCOPES: [&str; 4] = ["lookup_existing", "lookup_missing", "block_reads", "rewind"];
+
 /// The original's replay: mainnet blocks below 800,000 (REPORT.md).
 pub const MAINNET_CREATIONS: u64 = 13_423_068;
 /// The spends of the same replay.

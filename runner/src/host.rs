@@ -505,7 +505,7 @@ pub enum IcFrom {
 /// One measured step, up to its last counter read: its pages, the 4 KiB stable pages the
 /// canbench model had charged its write fee for (`StableMemory::dirtied`) at its start and at
 /// its last read, and the counter's values at its first and last reads.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Step {
     /// The Wasm pages it touched.
     pub pages: PageCounts,
@@ -520,6 +520,46 @@ pub struct Step {
     pub last_read: u64,
     /// How many times the step read the counter.
     pub reads: u32,
+    /// Each of its counter reads, in order, up to [`MAX_MARKS`] (what a canbench-rs scope
+    /// inside the step spans: see [`Step::span`]).
+    pub marks: Vec<Mark>,
+}
+
+/// One `performance_counter(0)` read inside a measured step: the value it returned, the step's
+/// pages up to it (collected there) and the 4 KiB stable pages dirtied by then.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Mark {
+    /// What the read returned.
+    pub value: u64,
+    /// The step's pages up to the read.
+    pub pages: PageCounts,
+    /// `StableMemory::dirtied` at the read.
+    pub dirtied: u64,
+}
+
+/// The reads a step keeps in [`Step::marks`]: the benchmarks' scopes read the counter twice each,
+/// a few dozen times a step; a step that reads it more (a budget check in a loop) keeps the first
+/// ones, and its scopes past them get no pages.
+pub const MAX_MARKS: usize = 4096;
+
+/// The stretch of a step between two of its counter reads, as a canbench-rs scope measures it
+/// (`performance_counter(0)` at its start and at its end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// What the counter advanced by (the scope's instructions in the model the step ran under).
+    pub instructions: u64,
+    /// The pages first touched in it (after the start read, up to the end read).
+    pub pages: PageCounts,
+    /// The 4 KiB stable pages whose canbench write fee it paid.
+    pub stable_fee_pages: u64,
+}
+
+impl Span {
+    /// What the span would have counted under the ic model, for a step recorded under the
+    /// canbench model (see [`Step::ic_instructions`]).
+    pub fn ic_instructions(&self) -> u64 {
+        self.instructions + self.pages.fee(true) - DIRTY_PAGE_FEE * self.stable_fee_pages
+    }
 }
 
 impl Step {
@@ -536,6 +576,41 @@ impl Step {
     /// step.
     pub fn ic_instructions(&self) -> u64 {
         self.last_read - self.first_read + self.pages.fee(true) - DIRTY_PAGE_FEE * self.stable_fee_pages()
+    }
+
+    /// The step as the ic model would have read it, for a step recorded under the canbench model:
+    /// each read's value with the tracker's fees for the pages touched up to it added and
+    /// canbench's stable write fees taken out (from the step's start, so that the values of one
+    /// step are comparable among themselves, as [`Span::ic_instructions`] prices a stretch).
+    pub fn as_ic(&self) -> Step {
+        let at =
+            |m: &Mark| m.value + m.pages.fee(true) - DIRTY_PAGE_FEE * m.dirtied.saturating_sub(self.dirtied_at_start);
+        let marks: Vec<Mark> = self.marks.iter().map(|m| Mark { value: at(m), ..*m }).collect();
+        let (first, last) = (marks.first().map(|m| m.value), marks.last().map(|m| m.value));
+        Step {
+            first_read: first.unwrap_or(self.first_read),
+            last_read: last.unwrap_or(self.last_read),
+            marks,
+            ..self.clone()
+        }
+    }
+
+    /// The spans between two of the step's reads (in [`Step::marks`]) that advanced the counter
+    /// by exactly `instructions`: where a scope that measured that much ran, if it ran in this
+    /// step.
+    pub fn spans_of(&self, instructions: u64) -> Vec<Span> {
+        let at: std::collections::HashMap<u64, &Mark> = self.marks.iter().map(|m| (m.value, m)).collect();
+        self.marks
+            .iter()
+            .filter_map(|end| {
+                let start = at.get(&end.value.checked_sub(instructions)?)?;
+                (start.value < end.value || instructions == 0).then(|| Span {
+                    instructions,
+                    pages: end.pages.minus(&start.pages),
+                    stable_fee_pages: end.dirtied - start.dirtied,
+                })
+            })
+            .collect()
     }
 }
 
@@ -1255,6 +1330,9 @@ fn add_status(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
                     step.first_read = value;
                 }
                 (step.last_read, step.reads) = (value, step.reads + 1);
+                if step.marks.len() < MAX_MARKS {
+                    step.marks.push(Mark { value, pages, dirtied });
+                }
             }
         }
         Ok(value as i64)

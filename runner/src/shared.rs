@@ -524,13 +524,23 @@ fn read_outcome(
         Ok(r) => r,
         Err(e) => return Ok(Err(e)),
     };
+    // The pages of each scope the grid says is one stretch, placed by the figures of the result
+    // they describe: the ic result's where there is one (what `mainnet_results.yml` records: a
+    // sysrepo cell's largest try on mainnet may be another try than under canbench's model),
+    // found among the reads as the ic model saw them.
+    let interval = crate::suite::grid_interval_scope(name);
+    let mut scope_pages = crate::suite::scope_pages(&result, &outcome.steps, &interval);
     let ic = if both && outcome.steps.is_empty() {
         // The benchmark marks no measured step (`MEASURE_LINE`): a canbench canister of another
         // project. Nothing was measured under ic.
         None
     } else if let (true, Some(pricing)) = (both, derived) {
         match crate::suite::derive_ic(&result, pricing, &outcome.steps) {
-            Ok(r) => Some(r),
+            Ok(r) => {
+                let as_ic: Vec<Step> = outcome.steps.iter().map(Step::as_ic).collect();
+                scope_pages = crate::suite::scope_pages(&r, &as_ic, &interval);
+                Some(r)
+            }
             Err(why) => {
                 let why = format!("its ic figure cannot be derived as the grid declares ({pricing:?}): {why}");
                 return Ok(Err(BenchError::new(name, "CanisterError", why)));
@@ -547,6 +557,7 @@ fn read_outcome(
                     );
                     return Ok(Err(BenchError::new(name, "CanisterError", why)));
                 }
+                scope_pages = crate::suite::scope_pages(&r, &ic.steps, &interval);
                 Some(r)
             }
             Err(e) => {
@@ -565,6 +576,7 @@ fn read_outcome(
         wall: outcome.wall,
         profile: None,
         pages: outcome.pages(),
+        scope_pages,
         ic,
     }))
 }

@@ -18,7 +18,7 @@ use candid::Principal;
 
 use crate::canbench::{self, copy_result, BenchResult};
 use crate::canister::{Canister, Code, Limits, Options, Reject};
-use crate::host::{PageCounts, Step, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
+use crate::host::{PageCounts, Span, Step, MAX_QUERY_REPLY_BYTES, MAX_UPDATE_REPLY_BYTES};
 use crate::instrument::Metering;
 use crate::profile;
 use crate::replica::CostModel;
@@ -132,6 +132,10 @@ pub struct MainnetBench {
     pub total: crate::canbench::Measurement,
     /// Its scopes, likewise.
     pub scopes: BTreeMap<String, crate::canbench::Measurement>,
+    /// The pages first touched inside each scope that ran once within a measured step, where
+    /// the runner could tell which two counter reads timed it ([`scope_pages`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scope_pages: BTreeMap<String, PageCounts>,
 }
 
 impl MainnetBench {
@@ -219,6 +223,10 @@ pub struct Run {
     pub profile: Option<profile::Written>,
     /// The 64 KiB Wasm pages its measured steps touched, if the code counts them.
     pub pages: Option<PageCounts>,
+    /// The same for each of its scopes the runner can place ([`scope_pages`]), as the scopes of
+    /// `ic` have them where there is an ic result (which try is a sysrepo cell's largest depends
+    /// on the model), else of `result`.
+    pub scope_pages: BTreeMap<String, PageCounts>,
     /// What it measured under the ic cost model, when run under both.
     pub ic: Option<BenchResult>,
 }
@@ -423,7 +431,25 @@ fn run_one(c: &mut Canister, name: &str, profile: Option<&profile::Output>) -> R
     };
     let result = result?;
     let reply_bytes = out.output.iter().find_map(|l| l.strip_prefix(REPLY_BYTES_PREFIX)?.trim().parse().ok());
-    Ok(Run { name: name.to_string(), result, reply_bytes, wall, profile: written, pages: out.step_pages(), ic: None })
+    let scope_pages = scope_pages(&result, &out.steps, &grid_interval_scope(name));
+    Ok(Run {
+        name: name.to_string(),
+        result,
+        reply_bytes,
+        wall,
+        profile: written,
+        pages: out.step_pages(),
+        scope_pages,
+        ic: None,
+    })
+}
+
+/// Whether scope `scope` of benchmark `name` is one stretch between two counter reads, as the
+/// grid declares for its cell (`Cell::interval_scope`); no scope of a benchmark that is no grid
+/// cell (another project's canister) is.
+pub fn grid_interval_scope(name: &str) -> impl Fn(&str) -> bool {
+    let cell = stablebench_grid::cells::by_name(name);
+    move |scope| cell.is_some_and(|c| c.interval_scope(scope))
 }
 
 /// A benchmark query that did not reply.
@@ -591,7 +617,15 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         .filter_map(|r| {
             let ic = r.ic.as_ref()?;
             let pages = r.pages.unwrap_or_default();
-            Some((r.name.clone(), MainnetBench { pages, total: ic.total.clone(), scopes: ic.scopes.clone() }))
+            Some((
+                r.name.clone(),
+                MainnetBench {
+                    pages,
+                    total: ic.total.clone(),
+                    scopes: ic.scopes.clone(),
+                    scope_pages: r.scope_pages.clone(),
+                },
+            ))
         })
         .collect();
     let canbench_model = choice != ModelChoice::Ic;
@@ -640,6 +674,14 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
             for (name, b) in &new_mainnet {
                 if let Some(o) = old_mainnet.get(name).filter(|o| o.pages != b.pages) {
                     stale.push(format!("{}: {name}: pages {:?} -> {:?}", mainnet_path.display(), o.pages, b.pages));
+                }
+                if let Some(o) = old_mainnet.get(name).filter(|o| o.scope_pages != b.scope_pages) {
+                    stale.push(format!(
+                        "{}: {name}: scope pages {:?} -> {:?}",
+                        mainnet_path.display(),
+                        o.scope_pages,
+                        b.scope_pages
+                    ));
                 }
             }
         }
@@ -779,8 +821,71 @@ pub fn derive_ic(canbench: &BenchResult, pricing: IcPricing, steps: &[Step]) -> 
                 m.instructions = ic.iter().copied().max().unwrap_or(0);
             }
         }
+        IcPricing::Scopes => {
+            let [step] = steps else {
+                return Err(format!("it marked {} steps, not one", steps.len()));
+            };
+            let sum: u64 = canbench.scopes.values().map(|m| m.instructions).sum();
+            if canbench.total.calls != 1
+                || canbench.scopes.is_empty()
+                || canbench.total.instructions != sum
+                || canbench.scopes.values().any(|m| m.calls != 1)
+            {
+                return Err(format!(
+                    "its result (total {} in {} calls) is not the sum of scopes that each ran once ({:?})",
+                    canbench.total.instructions,
+                    canbench.total.calls,
+                    canbench.scopes.iter().map(|(n, m)| (n, m.instructions, m.calls)).collect::<Vec<_>>()
+                ));
+            }
+            let mut total = 0;
+            for (name, m) in r.scopes.iter_mut() {
+                let span = the_span(step, m.instructions).map_err(|why| format!("scope {name}: {why}"))?;
+                m.instructions = span.ic_instructions();
+                total += m.instructions;
+            }
+            r.total.instructions = total;
+        }
     }
     Ok(r)
+}
+
+/// The one stretch of `step` between two counter reads that advanced the counter by
+/// `instructions`, or why there is none: no two reads that far apart, or several that touched
+/// different pages.
+fn the_span(step: &Step, instructions: u64) -> Result<Span, String> {
+    let spans = step.spans_of(instructions);
+    match spans.split_first() {
+        None => Err(format!("no two counter reads of the step are {instructions} instructions apart")),
+        Some((first, rest)) if rest.iter().all(|s| s == first) => Ok(*first),
+        Some(_) => Err(format!("{} stretches of {instructions} instructions touched different pages", spans.len())),
+    }
+}
+
+/// The pages first touched inside each scope of `result` that ran once (`calls` 1) and that
+/// `interval` says is one stretch between two counter reads (the grid declares which:
+/// `Cell::interval_scope`), where those reads can be told: canbench-rs reads
+/// `performance_counter(0)` where a scope starts and where it ends, and the scope's instructions
+/// are the difference, so the scope ran between a pair of reads of a measured step that far
+/// apart, and if every such pair touched the same pages those are its pages. A scope that sums
+/// several stretches (a Chia chunk: a pair of reads may be that far apart by chance), one of
+/// several calls, one that ran outside the measured steps (a trie cell's `setup`), or one whose
+/// reads cannot be told apart, gets none.
+pub fn scope_pages(
+    result: &BenchResult,
+    steps: &[Step],
+    interval: &impl Fn(&str) -> bool,
+) -> BTreeMap<String, PageCounts> {
+    result
+        .scopes
+        .iter()
+        .filter(|(name, m)| m.calls == 1 && interval(name))
+        .filter_map(|(name, m)| {
+            let spans: Vec<Span> = steps.iter().flat_map(|s| s.spans_of(m.instructions)).collect();
+            let (first, rest) = spans.split_first()?;
+            rest.iter().all(|s| s.pages == first.pages).then(|| (name.clone(), first.pages))
+        })
+        .collect()
 }
 
 fn hex_decode(s: &str) -> Result<Vec<u8>> {
@@ -913,6 +1018,7 @@ pub fn profiles_summary(runs: &[Run], dir: &std::path::Path) -> String {
 mod tests {
     use super::*;
     use crate::canbench::Measurement;
+    use crate::host::Mark;
     use crate::replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
 
     const MAX: &str = "max_try";
@@ -928,7 +1034,19 @@ mod tests {
             stable_accessed: 1,
             stable_written: 1,
         };
-        Step { pages, dirtied_at_start: 7, dirtied: 7 + fee_pages, first_read: first, last_read: last, reads: 2 }
+        let (start, end) = (
+            Mark { value: first, pages: PageCounts::default(), dirtied: 7 },
+            Mark { value: last, pages, dirtied: 7 + fee_pages },
+        );
+        Step {
+            pages,
+            dirtied_at_start: 7,
+            dirtied: 7 + fee_pages,
+            first_read: first,
+            last_read: last,
+            reads: 2,
+            marks: vec![start, end],
+        }
     }
 
     fn result(total: u64, calls: u64, max: Option<u64>) -> BenchResult {
@@ -968,7 +1086,7 @@ mod tests {
         other_scope.scopes.insert("w_avg".into(), Measurement::default());
         assert!(derive_ic(&other_scope, STEPS, &steps).is_err());
         // A step that read the counter a third time (its ic figure would depend on when).
-        let mut three = steps;
+        let mut three = steps.clone();
         three[1].reads = 3;
         let e = derive_ic(&result(2_500, 2, Some(1_500)), STEPS, &three).unwrap_err();
         assert!(e.contains("step 1 read the counter 3 times"), "{e}");
@@ -984,7 +1102,83 @@ mod tests {
         assert!(derive_ic(&result(50_000, 2, None), IcPricing::OneStep, &steps).is_err());
         // A total that is not the step's interval (a read after the timer stopped), or two steps.
         assert!(derive_ic(&result(49_999, 1, None), IcPricing::OneStep, &steps).is_err());
-        let two = [steps[0], steps[0]];
+        let two = [steps[0].clone(), steps[0].clone()];
         assert!(derive_ic(&result(50_000, 1, None), IcPricing::OneStep, &two).is_err());
+    }
+
+    /// A step whose counter reads returned `values`, each read's cumulative pages being
+    /// `heap` pages accessed and written (heap only), and its stable pages dirtied `dirtied`.
+    fn marked(reads: &[(u64, u64, u64)]) -> Step {
+        let marks: Vec<Mark> = reads
+            .iter()
+            .map(|&(value, heap, dirtied)| Mark {
+                value,
+                pages: PageCounts { heap_accessed: heap, heap_written: heap, ..PageCounts::default() },
+                dirtied,
+            })
+            .collect();
+        let (first, last) = (marks[0], marks[marks.len() - 1]);
+        Step {
+            pages: last.pages,
+            dirtied_at_start: first.dirtied,
+            dirtied: last.dirtied,
+            first_read: first.value,
+            last_read: last.value,
+            reads: marks.len() as u32,
+            marks,
+        }
+    }
+
+    fn scoped(scopes: &[(&str, u64, u64)]) -> BenchResult {
+        let m = |instructions, calls| Measurement { calls, instructions, ..Measurement::default() };
+        BenchResult {
+            total: m(scopes.iter().map(|s| s.1).sum(), 1),
+            scopes: scopes.iter().map(|&(n, i, c)| (n.to_string(), m(i, c))).collect(),
+        }
+    }
+
+    /// bench_fn's start, scope `a` (1,000 instructions, 2 pages, 1 page of canbench's stable
+    /// write fee), work between the scopes (1 page), scope `b` (2,000, 3 pages), bench_fn's end.
+    fn phases() -> Step {
+        marked(&[(0, 0, 0), (100, 1, 0), (1_100, 3, 1), (1_500, 4, 1), (3_500, 7, 1), (4_000, 7, 1)])
+    }
+
+    #[test]
+    fn scopes_are_priced_from_the_two_reads_that_time_them() {
+        let ic = derive_ic(&scoped(&[("a", 1_000, 1), ("b", 2_000, 1)]), IcPricing::Scopes, &[phases()]).unwrap();
+        let a = 1_000 + 2 * (ACCESS_FEE + WRITE_FEE) - 1_000;
+        let b = 2_000 + 3 * (ACCESS_FEE + WRITE_FEE);
+        assert_eq!((ic.scopes["a"].instructions, ic.scopes["b"].instructions), (a, b));
+        // `total` stays the scopes' sum: the page between them is in neither.
+        assert_eq!(ic.total.instructions, a + b);
+        let pages = scope_pages(&scoped(&[("a", 1_000, 1), ("b", 2_000, 1)]), &[phases()], &|_| true);
+        let heap = |n| PageCounts { heap_accessed: n, heap_written: n, ..PageCounts::default() };
+        assert_eq!(pages, BTreeMap::from([("a".to_string(), heap(2)), ("b".to_string(), heap(3))]));
+        // The reads as the ic model would have returned them time each scope by its ic figure.
+        let as_ic = phases().as_ic();
+        assert_eq!(as_ic.spans_of(a).iter().map(|s| s.pages).collect::<Vec<_>>(), [heap(2)]);
+        assert_eq!(as_ic.spans_of(b).iter().map(|s| s.pages).collect::<Vec<_>>(), [heap(3)]);
+        assert_eq!(scope_pages(&ic, &[as_ic], &|_| true), pages);
+    }
+
+    #[test]
+    fn scopes_that_cannot_be_placed_are_not_priced_and_get_no_pages() {
+        // No two reads 1,234 apart; a scope of two calls; a total that is not the scopes' sum.
+        assert!(derive_ic(&scoped(&[("a", 1_234, 1)]), IcPricing::Scopes, &[phases()]).is_err());
+        assert!(derive_ic(&scoped(&[("a", 1_000, 2)]), IcPricing::Scopes, &[phases()]).is_err());
+        let mut off = scoped(&[("a", 1_000, 1), ("b", 2_000, 1)]);
+        off.total.instructions += 1;
+        assert!(derive_ic(&off, IcPricing::Scopes, &[phases()]).is_err());
+        // Two stretches of 1,000 instructions that touched different pages cannot be told apart.
+        let twice = marked(&[(0, 0, 0), (1_000, 1, 0), (2_000, 4, 0)]);
+        let e = derive_ic(&scoped(&[("a", 1_000, 1)]), IcPricing::Scopes, std::slice::from_ref(&twice)).unwrap_err();
+        assert!(e.contains("touched different pages"), "{e}");
+        assert!(scope_pages(&scoped(&[("a", 1_000, 1)]), &[twice], &|_| true).is_empty());
+        // Several calls (a trie cell's `w_avg`) or no step: no pages.
+        assert!(scope_pages(&scoped(&[("a", 1_000, 2)]), &[phases()], &|_| true).is_empty());
+        assert!(scope_pages(&scoped(&[("a", 1_000, 1)]), &[], &|_| true).is_empty());
+        // A scope the grid does not declare one stretch (a sum of several) is never placed, even
+        // where two reads happen to be that far apart.
+        assert!(scope_pages(&scoped(&[("a", 1_000, 1)]), &[phases()], &|s: &str| s != "a").is_empty());
     }
 }

@@ -83,13 +83,13 @@ fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
         (16384, stablebench_grid::profiles::DEFAULT.name),
         "the recommended profile is the default"
     );
-    assert_eq!(s.profile, "cache_8mib_page_16k");
+    assert_eq!(s.profile, "cache_8mib_page_16k_journal_memory");
     let active = |name: &str| s.pragmas.iter().find(|p| p.name == name).unwrap().value.clone();
     // The profile's 8 MiB cache (negative: KiB), below a quarter of the default 3 GiB
     // wasm_memory_limit (768 MiB), so left as it is.
     assert_eq!(
         (active("journal_mode"), active("locking_mode"), active("cache_size")),
-        ("persist".into(), "exclusive".into(), "-8192".into())
+        ("memory".into(), "exclusive".into(), "-8192".into())
     );
     // temp_store MEMORY is 2; ic-rusqlite's SQLite enforces foreign keys unless told otherwise.
     assert_eq!((active("temp_store"), active("foreign_keys")), ("2".into(), "1".into()));

@@ -571,6 +571,10 @@ fn profiles_doc(r: &Results) -> String {
                     .iter()
                     .filter_map(|(n, m)| Some((n, m.get(b.name())?)))
                     .min_by_key(|(_, p)| pick(p))?;
+                // The recommended profile itself, or one that ties with it, is no improvement on it.
+                if pick(best) >= pick(recommended) {
+                    return Some(format!("{call}: `{}` itself ({})", DEFAULT.name, num(pick(recommended))));
+                }
                 Some(format!(
                     "{call}: `{name}` ({}, {:.2}x cheaper than `{}`'s {})",
                     num(pick(best)),

@@ -130,8 +130,15 @@ fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
     let deployable: Vec<_> = PROFILES.into_iter().filter(|p| p.deployable().is_ok()).collect();
     assert!(deployable.len() >= 10, "{} deployable profiles", deployable.len());
     for profile in deployable.iter().filter(|p| {
-        ["reference", "ic_rusqlite", "journal_memory_temp_file", "cache_8mib_page_16k", "foreign_keys_off", "page_16k"]
-            .contains(&p.name)
+        [
+            "reference",
+            "ic_rusqlite",
+            "journal_memory_temp_file",
+            "cache_8mib_page_16k_journal_memory",
+            "foreign_keys_off",
+            "page_16k",
+        ]
+        .contains(&p.name)
     }) {
         let mut c = install(Some(profile.name));
         update::<Result<Cost, Error>>(&mut c, "create_schema", unit()).unwrap();

@@ -6,8 +6,9 @@
 //! total, every scope, heap and stable growth, and the reply size the canister reports. The
 //! shared run measures both cost models at once (each benchmark's measured part forked under the
 //! ic model, or its ic figure derived from its timed parts where the grid says so:
-//! `Cell::ic_pricing`, the users/orders steps and the sysrepo tests); its ic results and page
-//! counts must equal a full run's under the ic model alone.
+//! `Cell::ic_pricing`, the users/orders steps, the sysrepo tests and NodeStore's phases); its ic
+//! results and page counts, per benchmark and per scope, must equal a full run's under the ic
+//! model alone.
 //!
 //! The sample: the nine users/orders steps at 10,000 orders (one group forked at all five setup
 //! stages), the trie cells at their smallest size on every backend of both canisters (four cells
@@ -88,6 +89,18 @@ fn both_ways(wasm: &str, names: &[String]) -> usize {
         assert!(s.pages.is_some(), "{}: no page counts", s.name);
         assert_eq!(i.pages, s.pages, "{}: the pages differ between the ic run and the shared run", s.name);
         assert_eq!(f.pages, s.pages, "{}: the pages differ between the canbench runs", s.name);
+        // Each scope's pages, placed by the counter reads that time it: in a run under the ic
+        // model from its ic figure, in the shared run from the ic figure it derived or forked.
+        assert_eq!(i.scope_pages, s.scope_pages, "{}: the scope pages differ between the ic and shared runs", s.name);
+        if s.name.contains("_nodestore_") {
+            // Every phase is placed (its mainnet figure is derived from them).
+            assert_eq!(
+                s.scope_pages.keys().collect::<Vec<_>>(),
+                s.result.scopes.keys().collect::<Vec<_>>(),
+                "{}: not every phase has its pages",
+                s.name
+            );
+        }
         assert!(ic.total.instructions > f.result.total.instructions, "{}: mainnet charges more", s.name);
     }
     sharing

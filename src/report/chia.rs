@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use stablebench_grid::cells::{size_label, Cell, Op, CHIA_PROFILES};
 use stablebench_grid::chia::{
-    Schema, BLOCK_READS, CHUNK_COINS, LOOKUPS, MAINNET_CREATIONS, MAINNET_SPENDS, REWIND_BLOCKS, SCHEMAS, SEED, SIZES,
+    Schema, BLOCK_READS, CHUNK_COINS, LOOKUPS, MAINNET_CREATIONS, MAINNET_SPENDS, READ_SCOPES, REWIND_BLOCKS, SCHEMAS,
+    SEED, SIZES,
 };
 use stablebench_grid::grouped;
 use stablebench_grid::ic::{page_fees, prices, UPDATE_INSTRUCTION_LIMIT, WASM_PAGE_BYTES};
@@ -294,10 +295,10 @@ fn document(
                 "| `{}` | {} | {} | {} | {} | {} |",
                 s.name(),
                 if s.uses_sqlite() { title } else { "–" },
-                v("lookup_existing"),
-                v("lookup_missing"),
-                v("block_reads"),
-                v("rewind")
+                v(READ_SCOPES[0]),
+                v(READ_SCOPES[1]),
+                v(READ_SCOPES[2]),
+                v(READ_SCOPES[3])
             );
         }
     }

@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use stablebench_grid::cells::{Backend, Cell, BACKENDS, DB_WEIGHT_SIZE, SYSREPO_BACKENDS, TRIE_OPS};
+use stablebench_grid::cells::{
+    Backend, Cell, Op, BACKENDS, DB_WEIGHT_SIZE, NODESTORE_SIZES, SYSREPO_BACKENDS, TRIE_OPS,
+};
 use stablebench_grid::grouped;
 use stablebench_grid::ic::{page_fees, PageCounts};
 use stablebench_grid::profiles::{Profile, DEFAULT, WORKLOADS};
@@ -18,22 +20,48 @@ use stablebench_grid::users_orders::{Sizes, BENCHES};
 use super::results::Results;
 use super::{kv, sysrepo, Measured};
 
-/// The page counts of a mainnet results file, by benchmark name.
-pub fn pages_of(text: &str) -> Result<BTreeMap<String, PageCounts>, String> {
+/// The benchmarks of a mainnet results file, by name.
+fn benches_of(text: &str) -> Result<Vec<(String, serde_yaml::Value)>, String> {
     let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("mainnet_results.yml: {e}"))?;
     let benches = yml["benches"].as_mapping().ok_or("mainnet_results.yml has no `benches` map")?;
+    benches
+        .iter()
+        .map(|(name, b)| {
+            let name = name.as_str().ok_or("mainnet_results.yml: a bench name is not a string")?;
+            Ok((name.to_string(), b.clone()))
+        })
+        .collect()
+}
+
+/// One `pages` map of a mainnet results file; `what` names it in the error.
+fn counts(p: &serde_yaml::Value, what: &str) -> Result<PageCounts, String> {
+    let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {what}: no pages.{k}"));
+    Ok(PageCounts {
+        heap_accessed: n("heap_accessed")?,
+        heap_written: n("heap_written")?,
+        stable_accessed: n("stable_accessed")?,
+        stable_written: n("stable_written")?,
+    })
+}
+
+/// The page counts of a mainnet results file, by benchmark name.
+pub fn pages_of(text: &str) -> Result<BTreeMap<String, PageCounts>, String> {
+    benches_of(text)?.into_iter().map(|(name, b)| Ok((name.clone(), counts(&b["pages"], &name)?))).collect()
+}
+
+/// The page counts of each scope a mainnet results file places (`scope_pages`: the scopes that
+/// ran once inside a measured step), by benchmark name, then scope.
+pub fn scope_pages_of(text: &str) -> Result<BTreeMap<String, BTreeMap<String, PageCounts>>, String> {
     let mut out = BTreeMap::new();
-    for (name, b) in benches {
-        let name = name.as_str().ok_or("mainnet_results.yml: a bench name is not a string")?;
-        let p = &b["pages"];
-        let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {name}: no pages.{k}"));
-        let pages = PageCounts {
-            heap_accessed: n("heap_accessed")?,
-            heap_written: n("heap_written")?,
-            stable_accessed: n("stable_accessed")?,
-            stable_written: n("stable_written")?,
-        };
-        out.insert(name.to_string(), pages);
+    for (name, b) in benches_of(text)? {
+        let Some(scopes) = b.get("scope_pages").and_then(|s| s.as_mapping()) else { continue };
+        let mut of = BTreeMap::new();
+        for (scope, p) in scopes {
+            let scope =
+                scope.as_str().ok_or_else(|| format!("mainnet_results.yml: {name}: a scope is not a string"))?;
+            of.insert(scope.to_string(), counts(p, &format!("{name}: scope {scope}"))?);
+        }
+        out.insert(name, of);
     }
     Ok(out)
 }
@@ -296,11 +324,45 @@ fn answers_table(answers: &[Answer]) -> String {
     t
 }
 
+/// NodeStore's phases at its largest size, backend by backend: each phase's figure in both
+/// models and the pages first touched in it (`scope_pages`), which canbench cannot report.
+fn phases_table(
+    canbench: &Results,
+    ic: &Results,
+    scope_pages: &BTreeMap<String, BTreeMap<String, PageCounts>>,
+) -> String {
+    let size = NODESTORE_SIZES.into_iter().max().unwrap_or(0);
+    let mut t = String::from(
+        "| benchmark | phase | canbench | mainnet | mainnet / canbench | pages accessed / written |\n|---|---|--:|--:|--:|--:|\n",
+    );
+    for b in BACKENDS {
+        let Some((cell, c)) = canbench.find(Op::NodeStore, size, b) else { continue };
+        let Some(i) = ic.get(cell) else { continue };
+        for (phase, m) in &c.scopes {
+            let Some(mi) = i.scope(phase) else { continue };
+            let pages = scope_pages
+                .get(&cell.name())
+                .and_then(|s| s.get(phase))
+                .map_or("–".into(), |p| format!("{} / {}", grouped(p.accessed()), grouped(p.written())));
+            let _ = writeln!(
+                t,
+                "| `{}` | `{phase}` | {} | {} | {:.1}× | {pages} |",
+                cell.name(),
+                grouped(m.instructions),
+                grouped(mi.instructions),
+                mi.instructions as f64 / m.instructions.max(1) as f64
+            );
+        }
+    }
+    t
+}
+
 /// `docs/mainnet.md` and the README's summary from the two models' results.
 pub fn generate(
     canbench: &Results,
     ic: &Results,
     pages: &BTreeMap<String, PageCounts>,
+    scope_pages: &BTreeMap<String, BTreeMap<String, PageCounts>>,
     command: &str,
     date: &str,
 ) -> MainnetReport {
@@ -359,10 +421,11 @@ pub fn generate(
          {write} each). Both runs must touch the same pages, or the benchmark fails. The page \
          counts are the same in both models; canbench cannot report them. Where a cell's result is \
          made of whole timed parts (a users/orders step, one interval; a sysrepo cell, its tries' \
-         sum and its largest try), its mainnet figure is derived instead of measured twice: each \
-         part's canbench figure, plus the fees of the pages it touched, minus canbench's {stable} per \
-         4 KiB stable page written (`Cell::ic_pricing`; the runner checks that the parts it timed \
-         add up to what the canister reported, and `runner/tests/shared_setups.rs` checks the \
+         sum and its largest try) or of scopes the runner can place (NodeStore's phases, below), \
+         its mainnet figure is derived instead of measured twice: each part's canbench figure, \
+         plus the fees of the pages it touched, minus canbench's {stable} per 4 KiB stable page \
+         written (`Cell::ic_pricing`; the runner checks that the parts it timed add up to what the \
+         canister reported, and `runner/tests/shared_setups.rs` checks the \
          derived figures against a run under the `ic` model alone). A scope measured before the first timed part (the \
          trie cells' `setup`, the data set's load) keeps canbench's figure in both files.\n",
         write = grouped(page_fees::WRITE),
@@ -408,6 +471,18 @@ pub fn generate(
         DEFAULT.name, WORKLOADS.name
     );
     md += &versus_table(canbench, ic, DEFAULT, WORKLOADS);
+    let _ = writeln!(
+        md,
+        "\n## Pages per scope: NodeStore's phases at {} objects\n\nEach phase is a canbench-rs scope \
+         of one message (the seven run back to back). The runner finds the two counter reads that \
+         time each scope (canbench-rs reads the counter where a scope starts and where it ends) and \
+         counts the pages first touched between them: a page an earlier phase touched is not \
+         charged again. Every benchmark's placeable scopes (those that ran once inside a measured \
+         part) have their pages in `mainnet_results.yml` (`scope_pages`), and the mainnet figures of \
+         these phases are derived from them (`IcPricing::Scopes`).\n",
+        grouped(NODESTORE_SIZES.into_iter().max().unwrap_or(0))
+    );
+    md += &phases_table(canbench, ic, scope_pages);
     let _ = writeln!(md, "\n## Re-derived under mainnet's figures\n");
     let _ = writeln!(
         md,
@@ -456,6 +531,14 @@ mod tests {
         assert_eq!(pages["a"], PageCounts { heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0 });
         assert_eq!(pages["a"].accessed(), 4);
         assert!(pages_of("benches:\n  a:\n    pages: {heap_accessed: 3}\n").is_err());
+        let scoped = "benches:\n  a:\n    scope_pages:\n      x: {heap_accessed: 4, heap_written: 1, stable_accessed: 2, stable_written: 0}\n  b:\n    pages: {}\n";
+        let by_scope = scope_pages_of(scoped).unwrap();
+        assert_eq!(
+            by_scope["a"]["x"],
+            PageCounts { heap_accessed: 4, heap_written: 1, stable_accessed: 2, stable_written: 0 }
+        );
+        assert!(!by_scope.contains_key("b"));
+        assert!(scope_pages_of("benches:\n  a:\n    scope_pages:\n      x: {heap_accessed: 4}\n").is_err());
     }
 
     #[test]
