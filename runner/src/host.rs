@@ -575,7 +575,12 @@ impl Step {
     /// the same code, which they do unless the canister acts on the counter's value inside the
     /// step.
     pub fn ic_instructions(&self) -> u64 {
-        self.last_read - self.first_read + self.pages.fee(true) - DIRTY_PAGE_FEE * self.stable_fee_pages()
+        let whole = Span {
+            instructions: self.last_read - self.first_read,
+            pages: self.pages,
+            stable_fee_pages: self.stable_fee_pages(),
+        };
+        whole.ic_instructions()
     }
 
     /// The step's reads as the ic model would have returned them, for a step recorded under the
@@ -586,8 +591,15 @@ impl Step {
     /// result is for placing spans, not for [`Step::ic_instructions`] (which would add the fees
     /// again).
     pub fn as_ic(&self) -> Step {
-        let at =
-            |m: &Mark| m.value + m.pages.fee(true) - DIRTY_PAGE_FEE * m.dirtied.saturating_sub(self.dirtied_at_start);
+        // A read's value as the end of the stretch from the step's start (value 0, no pages).
+        let at = |m: &Mark| {
+            let from_start = Span {
+                instructions: m.value,
+                pages: m.pages,
+                stable_fee_pages: m.dirtied.saturating_sub(self.dirtied_at_start),
+            };
+            from_start.ic_instructions()
+        };
         Step { marks: self.marks.iter().map(|m| Mark { value: at(m), ..*m }).collect(), ..self.clone() }
     }
 
