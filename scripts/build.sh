@@ -26,7 +26,7 @@ case "$variant" in
 esac
 
 ensure_rust
-WASI2IC=$(ensure_cargo_tool wasi2ic "$WASI2IC_VERSION")
+WASI2IC=$(ensure_wasi2ic)
 IC_WASM=$(ensure_ic_wasm)
 mkdir -p "$OUT_DIR"
 

@@ -1,6 +1,6 @@
 # Shared by the scripts in this folder (sourced, not run). Installs what a fresh machine lacks:
 # the Rust toolchain pinned in rust-toolchain.toml with rustfmt, clippy and both wasm targets, and the pinned
-# tools (wasi2ic built by cargo; ic-wasm prebuilt from npm where it can be, else built by cargo) in
+# tools (wasi2ic built by cargo without binaryen; ic-wasm prebuilt from npm where it can be, else built by cargo) in
 # a versioned cache so a second run is instant.
 
 set -euo pipefail
@@ -10,6 +10,8 @@ cd "$ROOT"
 
 # Pinned tool versions: the wasm files depend on them.
 WASI2IC_VERSION=0.2.16
+# crates.io's checksum of wasi2ic-$WASI2IC_VERSION.crate (its index entry's `cksum`), which ensure_wasi2ic checks.
+WASI2IC_CRATE_SHA256=8b6cbe15f5ec433ffe608989f32ba17d3ee0fa01acb0e516b0b8942088199eec
 IC_WASM_VERSION=0.11.1
 # The test runner (scripts/test.sh): cargo-nextest runs each test in a process of its own, two at a
 # time across every test binary, where `cargo test` runs the binaries one after another. The
@@ -75,15 +77,52 @@ ensure_cargo_tool() {
     command -v "$name"; return
   fi
   # wasi2ic's build is mostly binaryen's C++ (through ic-wasm's default `wasm-opt` feature), which
-  # wasi2ic never calls. At opt-level 0 it builds in 7.5-8 min instead of about 11 on 2 cores, and
-  # converts our wasm to byte-identical output in 2.4 s instead of 0.5 s (measured 2026-11-23).
+  # wasi2ic never calls; ensure_wasi2ic builds it without. Here (its fallback) at opt-level 0 it
+  # builds in 7.5-8 min instead of about 11 on 2 cores, and converts our wasm to byte-identical
+  # output in 2.4 s instead of 0.5 s (measured 2026-11-23).
   local opt=3
   if [ "$name" = wasi2ic ]; then opt=0; fi
-  log "installing $name $version into $root (once; wasi2ic takes about 8 minutes on 2 cores)"
+  log "installing $name $version into $root with cargo install (once)"
   CARGO_PROFILE_RELEASE_OPT_LEVEL=$opt cargo install "$name" --version "$version" --locked --root "$root" >&2 \
     || die "could not install $name $version with cargo (is crates.io reachable?)"
   [ -x "$bin" ] || die "$name $version installed but $bin is missing"
   echo "$bin"
+}
+
+# Prints the path of wasi2ic $WASI2IC_VERSION. wasi2ic calls one function of ic-wasm
+# (`utils::parse_wasm`), but depends on it with its default features, whose `wasm-opt` compiles
+# binaryen's C++: most of a `cargo install wasi2ic` (5 min 49 s on a new machine, 2026-11-26). This
+# builds the published crate (its SHA-256 checked: crates.io's checksum, WASI2IC_CRATE_SHA256) with
+# `default-features = false` on ic-wasm and the crate's own Cargo.lock (cargo drops the entries
+# nothing uses any more; every other version stays as locked): 1 min 58 s on 2 cores, and it
+# converts both wasm files of scripts/build.sh to byte-identical output (`cmp` against the
+# `cargo install` build, 2026-11-27). Falls back to `cargo install` if the download or build fails.
+ensure_wasi2ic() {
+  local root=$TOOLS_DIR/wasi2ic-$WASI2IC_VERSION
+  local bin=$root/bin/wasi2ic
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  if command -v wasi2ic >/dev/null && wasi2ic --version 2>/dev/null | grep -qx "wasi2ic $WASI2IC_VERSION"; then
+    command -v wasi2ic; return
+  fi
+  local src url
+  src=$(mktemp -d)
+  url=https://static.crates.io/crates/wasi2ic/wasi2ic-$WASI2IC_VERSION.crate
+  log "building wasi2ic $WASI2IC_VERSION (without binaryen) into $root (once; about 2 minutes on 2 cores)"
+  if command -v curl >/dev/null && curl -sSfL --retry 3 -o "$src/wasi2ic.crate" "$url" \
+    && echo "$WASI2IC_CRATE_SHA256  $src/wasi2ic.crate" | sha256sum --check --status \
+    && tar -xzf "$src/wasi2ic.crate" -C "$src" \
+    && sed -i 's/^\[dependencies\.ic-wasm\]$/&\ndefault-features = false/' "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" \
+    && grep -A1 '^\[dependencies\.ic-wasm\]$' "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" | grep -qx 'default-features = false' \
+    && CARGO_TARGET_DIR=$src/target cargo build --release --bin wasi2ic \
+      --manifest-path "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" >&2 \
+    && mkdir -p "$root/bin" && cp "$src/target/release/wasi2ic" "$bin"; then
+    rm -rf "$src"
+    echo "$bin"
+    return
+  fi
+  rm -rf "$src"
+  log "could not build wasi2ic from its crate without binaryen; falling back to cargo install"
+  ensure_cargo_tool wasi2ic "$WASI2IC_VERSION"
 }
 
 # Prints the path of ic-wasm $IC_WASM_VERSION. On Linux x86-64 with npm, the prebuilt binary

@@ -41,7 +41,7 @@ for wasm in stablebench.wasm stablebench_vfs.wasm; do
     die "the production wasm $wasm exports __canbench__ queries"
   fi
 done
-WASI2IC=$(ensure_cargo_tool wasi2ic "$WASI2IC_VERSION")
+WASI2IC=$(ensure_wasi2ic)
 for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stablebench_vfs_bench.wasm \
   example_sqlite.wasm example_maps.wasm; do
   # After wasi2ic (ic-rusqlite) or as built (ic-sqlite-vfs), every import must be an IC system
