@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the reports from canbench_results.yml (and vfs/canbench_results.yml): the pragma guide's docs/results.md and its
+# Regenerates the reports from mainnet_results.yml, whose figures they give, and canbench_results.yml,
+# whose figures stand beside them (and both files' vfs/ twins): the pragma guide's docs/results.md and its
 # heatmap docs/results.svg, the key-value report docs/kv.md with its charts docs/kv_trie.svg and
 # docs/kv_nodestore.svg, the sysrepo report docs/sysrepo.md with docs/sysrepo.svg, the Chia report
 # docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark

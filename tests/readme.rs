@@ -130,16 +130,26 @@ fn vfs_page(c: &Cell) -> bool {
 fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let (command, date) = ("scripts/bench.sh --persist", results_date());
     let results = results();
-    let rep = report::generate(&measured(&results), command, &date);
-    let kv = kv::generate(&results, &nodestore_hits, command, &date);
-    let sysrepo = sysrepo::generate(&results, command, &date);
-    let pages: chia::PagesResults =
+    let (ic, pages) = mainnet_results();
+    // Every report and the README give mainnet's figures (what a call costs since the IC's memory
+    // tracker); canbench's stand beside them (the pragma report's steps, the site's tables) and in
+    // docs/mainnet.md's summaries.
+    let rep = report::generate(
+        &measured(&ic),
+        ic.model(),
+        Some(report::Beside { canbench: &measured(&results), pages: &pages }),
+        command,
+        &date,
+    );
+    let kv = kv::generate(&ic, &nodestore_hits, command, &date);
+    let sysrepo = sysrepo::generate(&ic, command, &date);
+    let chia_pages: chia::PagesResults =
         serde_yaml::from_str(&std::fs::read_to_string(CHIA_PAGES).expect("chia_pages_results.yml"))
             .expect("chia_pages_results.yml parses");
-    let chia = chia::generate(&results, &pages, command, &date);
-    let vfs = vfs::generate(&results, command, &date);
-    let scaling = scaling::generate(&results, command, &date);
-    let (ic, pages) = mainnet_results();
+    let chia = chia::generate(&ic, &chia_pages, command, &date);
+    let vfs = vfs::generate(&ic, command, &date);
+    let scaling = scaling::generate(&ic, command, &date);
+    assert_eq!(ic.model(), report::results::Model::Mainnet, "mainnet_results.yml names the ic model");
     assert_eq!(
         ic.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
         results.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
@@ -156,26 +166,31 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     // Each report opens with what mainnet changes for it.
     let answers = mainnet::answers(&results, &ic);
     let of = |topic| answers.iter().filter(|a| a.topic == topic).cloned().collect::<Vec<_>>();
-    let lead = |markdown: &str, on_page: fn(&Cell) -> bool, answers: &[mainnet::Answer], section| {
-        mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section))
+    let lead = |markdown: &str, on_page: fn(&Cell) -> bool, answers: &[mainnet::Answer], section, site_page| {
+        mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section, site_page))
     };
     // (The pragma and key-value reports show the ic-rusqlite canister's cells; their site pages
     // add the ic-sqlite-vfs ones.)
-    let rep_md =
-        lead(&rep.markdown, |c| profiles_page(c) && !vfs_page(c), &of(Topic::Profiles), Some("Pragma profiles"));
-    let kv_md = lead(&kv.markdown, |c| kv_page(c) && !vfs_page(c), &of(Topic::KeyValue), Some("IC DbWeight"));
-    let sysrepo_md = lead(&sysrepo.markdown, sysrepo_page, &of(Topic::Sysrepo), Some("sysrepo"));
-    let chia_md = lead(&chia.markdown, chia_page, &[], None);
-    let vfs_md = lead(&vfs.markdown, vfs_page, &[], Some("ic-rusqlite against ic-sqlite-vfs"));
-    let scaling_md = lead(&scaling.markdown, scaling_page, &[], Some("Scaling"));
+    let rep_md = lead(
+        &rep.markdown,
+        |c| profiles_page(c) && !vfs_page(c),
+        &of(Topic::Profiles),
+        Some("Pragma profiles"),
+        "users_orders.html",
+    );
+    let kv_md =
+        lead(&kv.markdown, |c| kv_page(c) && !vfs_page(c), &of(Topic::KeyValue), Some("IC DbWeight"), "kv.html");
+    let sysrepo_md = lead(&sysrepo.markdown, sysrepo_page, &of(Topic::Sysrepo), Some("sysrepo"), "sysrepo.html");
+    let chia_md = lead(&chia.markdown, chia_page, &[], None, "chia.html");
+    let vfs_md = lead(&vfs.markdown, vfs_page, &[], Some("ic-rusqlite against ic-sqlite-vfs"), "vfs.html");
+    let scaling_md = lead(&scaling.markdown, scaling_page, &[], Some("Scaling"), "scaling.html");
     let doc = std::fs::read_to_string(README).unwrap();
     let want = splice(&doc, "pragma-table", &pragma_table());
     let want = splice(&want, "bench-table", &bench_table());
     let want = splice(&want, "grid-table", &report::grid_table());
-    // The README's recommendation and its nine steps: as mainnet prices them.
-    let rep_ic = report::generate(&measured(&ic), command, &date);
-    let want = splice(&want, "results-table", &rep_ic.readme_results);
-    let want = splice(&want, "profiles-table", &rep_ic.readme_profiles);
+    // The README's recommendation and its nine steps: as mainnet prices them, as every table.
+    let want = splice(&want, "results-table", &rep.readme_results);
+    let want = splice(&want, "profiles-table", &rep.readme_profiles);
     let want = splice(&want, "dbweight-table", &kv.readme_dbweight);
     let want = splice(&want, "nodestore-summary", &kv.readme_nodestore);
     let want = splice(&want, "kv-patterns", &kv.patterns);
@@ -250,7 +265,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             cells: vfs_page,
         },
     ];
-    let site_files = site::generate(&results, &ic, &site_answer(&want), &docs, &flamegraphs(), command, &date);
+    let site_files = site::generate(&results, &ic, &pages, &site_answer(&want), &docs, &flamegraphs(), command, &date);
     let site_files: Vec<(String, &String)> =
         site_files.iter().map(|f| (format!("{SITE}/{}", f.name), &f.text)).collect();
     let files = [

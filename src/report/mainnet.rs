@@ -160,16 +160,18 @@ pub fn answers(canbench: &Results, ic: &Results) -> Vec<Answer> {
         .collect()
 }
 
-/// The paragraph a report opens with, right under its title: its figures are canbench's, how
-/// much more mainnet charges for the page's benchmarks (`on_page`), where `docs/mainnet.md` prices
-/// the page's tables as mainnet prices them (its heading `section`, if it has one), and which of
-/// the page's `answers` change on mainnet.
+/// The paragraph a report opens with, right under its title: its figures are mainnet's, why
+/// canbench's differ and by how much for the page's benchmarks (`on_page`), where both stand side
+/// by side with the pages (the report's page of the site, `site_page`), where `docs/mainnet.md`
+/// gives the report's summary as canbench reports it (its heading `section`, if it has one), and
+/// which of the page's `answers` differ under canbench.
 pub fn lead(
     canbench: &Results,
     ic: &Results,
     on_page: impl Fn(&Cell) -> bool,
     answers: &[Answer],
     section: Option<&str>,
+    site_page: &str,
 ) -> String {
     let ratios: Vec<f64> = canbench
         .iter()
@@ -177,45 +179,44 @@ pub fn lead(
         .filter_map(|(cell, c)| Some(ic.get(cell)?.total.instructions as f64 / c.total.instructions.max(1) as f64))
         .collect();
     let (lo, hi) = ratios.iter().fold((f64::MAX, 0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
-    let link = match section {
-        Some(s) => format!("[the mainnet report](mainnet.md#{})", super::site::slug(s)),
-        None => "[the mainnet report](mainnet.md)".to_string(),
-    };
     let mut out = format!(
-        "**On mainnet.** This report's figures are canbench's (PocketIC 13), whose replica \
-         predates the memory tracker that mainnet has run since August 2026 ({access} instructions \
-         for each 64 KiB page of heap or stable memory a message accesses first, {write} more for \
-         each it writes first). Priced both ways, mainnet's figure for the report's {n} \
-         benchmarks is {lo:.2}× to {hi:.2}× canbench's; {link} has ",
+        "**Mainnet's figures.** This report's instructions are what mainnet charges since the IC's \
+         memory tracker (August 2026): {access} instructions for each 64 KiB page of heap or stable \
+         memory a message accesses first, {write} more for each it writes first. canbench reports \
+         less because its PocketIC 13 predates the tracker: for the report's {n} benchmarks \
+         mainnet's figure is {lo:.2}× to {hi:.2}× canbench's. [The site's page](site/{site_page}#benchmarks) \
+         shows both figures and the pages of every benchmark",
         access = grouped(page_fees::ACCESS),
         write = grouped(page_fees::WRITE),
         n = ratios.len(),
     );
-    out += if section.is_some() {
-        "the report's summary priced as mainnet prices it, and every figure of both models is in"
-    } else {
-        "how each part is priced, and every figure of both models is in"
-    };
-    out += " `mainnet_results.yml` and `canbench_results.yml`.";
+    if let Some(s) = section {
+        let _ = write!(
+            out,
+            ", [the mainnet report](mainnet.md#{}) the report's summary as canbench reports it",
+            super::site::slug(s)
+        );
+    }
+    out += "; every figure of both models is in `mainnet_results.yml` and `canbench_results.yml`.";
     let changed: Vec<&Answer> = answers.iter().filter(|a| a.changed()).collect();
     match (answers.len(), changed.len()) {
         (0, _) => {}
-        (1, 0) => out += " Its answer is the same on mainnet.",
-        (1, _) => out += " Its answer changes on mainnet:",
+        (1, 0) => out += " Its answer is the same under canbench.",
+        (1, _) => out += " Its answer differs under canbench:",
         (n, 0) => {
-            let _ = write!(out, " Its {n} answers are the same on mainnet.");
+            let _ = write!(out, " Its {n} answers are the same under canbench.");
         }
         (n, 1) => {
-            let _ = write!(out, " 1 of its {n} answers changes on mainnet:");
+            let _ = write!(out, " 1 of its {n} answers differs under canbench:");
         }
         (n, k) => {
-            let _ = write!(out, " {k} of its {n} answers change on mainnet:");
+            let _ = write!(out, " {k} of its {n} answers differ under canbench:");
         }
     }
     out += "\n";
     if !changed.is_empty() {
         for a in changed {
-            let _ = write!(out, "\n- {}: {} under canbench, **{}** on mainnet.", a.question, a.canbench, a.mainnet);
+            let _ = write!(out, "\n- {}: **{}** on mainnet, {} under canbench.", a.question, a.mainnet, a.canbench);
         }
         out.push('\n');
     }
@@ -483,23 +484,24 @@ pub fn generate(
         grouped(NODESTORE_SIZES.into_iter().max().unwrap_or(0))
     );
     md += &phases_table(canbench, ic, scope_pages);
-    let _ = writeln!(md, "\n## Re-derived under mainnet's figures\n");
+    let _ = writeln!(md, "\n## The same summaries as canbench reports them\n");
     let _ = writeln!(
         md,
-        "The same code that writes the README's tables, run on `mainnet_results.yml`: compare with \
-         the README's canbench versions.\n"
+        "The reports and the README give mainnet's figures. Here is the same code that writes their \
+         summaries, run on `canbench_results.yml` (what canbench 0.7 reports on PocketIC 13): what a \
+         reader of canbench's figures alone would conclude.\n"
     );
-    let kv_ic = kv::generate(ic, &|_| None, command, date);
-    let _ = writeln!(md, "### IC DbWeight\n\n{}", kv_ic.readme_dbweight);
-    let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", kv_ic.patterns);
-    let rep_ic = super::generate(&measured(ic), command, date);
-    let _ = writeln!(md, "### Pragma profiles\n\n{}", rep_ic.readme_profiles);
-    let sys_ic = sysrepo::generate(ic, command, date);
-    let _ = writeln!(md, "### sysrepo\n\n{}", sys_ic.readme);
-    let vfs_ic = super::vfs::generate(ic, command, date);
-    let _ = writeln!(md, "### ic-rusqlite against ic-sqlite-vfs\n\n{}", vfs_ic.readme);
-    let scaling_ic = super::scaling::generate(ic, command, date);
-    let _ = writeln!(md, "### Scaling\n\n{}", scaling_ic.readme);
+    let kv_cb = kv::generate(canbench, &|_| None, command, date);
+    let _ = writeln!(md, "### IC DbWeight\n\n{}", kv_cb.readme_dbweight);
+    let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", kv_cb.patterns);
+    let rep_cb = super::generate(&measured(canbench), canbench.model(), None, command, date);
+    let _ = writeln!(md, "### Pragma profiles\n\n{}", rep_cb.readme_profiles);
+    let sys_cb = sysrepo::generate(canbench, command, date);
+    let _ = writeln!(md, "### sysrepo\n\n{}", sys_cb.readme);
+    let vfs_cb = super::vfs::generate(canbench, command, date);
+    let _ = writeln!(md, "### ic-rusqlite against ic-sqlite-vfs\n\n{}", vfs_cb.readme);
+    let scaling_cb = super::scaling::generate(canbench, command, date);
+    let _ = writeln!(md, "### Scaling\n\n{}", scaling_cb.readme);
 
     let mut readme = String::new();
     let _ = writeln!(
@@ -567,18 +569,19 @@ mod tests {
         };
         let on_page = |c: &Cell| matches!(c.op, Op::Sysrepo { .. });
         let answers = [answer("blob (1)", "blob (3)"), answer("sqlite (2)", "blob (9)")];
-        let lead = lead(&canbench, &ic, on_page, &answers, Some("ic-rusqlite against ic-sqlite-vfs"));
-        assert!(lead.contains("the report's 2 benchmarks is 2.00× to 5.00× canbench's"), "{lead}");
-        assert!(lead.contains("(mainnet.md#ic-rusqlite-against-ic-sqlite-vfs)"), "{lead}");
-        // Only the answer whose choice changed is listed.
-        assert!(lead.contains("1 of its 2 answers changes on mainnet:"), "{lead}");
-        assert!(lead.contains("- Q: sqlite (2) under canbench, **blob (9)** on mainnet."), "{lead}");
+        let lead = lead(&canbench, &ic, on_page, &answers, Some("ic-rusqlite against ic-sqlite-vfs"), "vfs.html");
+        assert!(lead.contains("the report's 2 benchmarks mainnet's figure is 2.00× to 5.00× canbench's"), "{lead}");
+        assert!(lead.contains("(mainnet.md#ic-rusqlite-against-ic-sqlite-vfs) the report's summary as canbench"), "{lead}");
+        assert!(lead.contains("[The site's page](site/vfs.html#benchmarks)"), "{lead}");
+        // Only the answer whose choice changed is listed, mainnet's first.
+        assert!(lead.contains("1 of its 2 answers differs under canbench:"), "{lead}");
+        assert!(lead.contains("- Q: **blob (9)** on mainnet, sqlite (2) under canbench."), "{lead}");
         assert!(!lead.contains("blob (3)"), "{lead}");
         let doc = with_lead("# Title\n\nBody.\n", &lead);
-        assert!(doc.starts_with("# Title\n\n**On mainnet.**") && doc.ends_with(".\n\nBody.\n"), "{doc}");
+        assert!(doc.starts_with("# Title\n\n**Mainnet's figures.**") && doc.ends_with(".\n\nBody.\n"), "{doc}");
         // With no answer to list, one blank line between the lead and the report.
-        let lead = super::lead(&canbench, &ic, on_page, &[], None);
-        assert!(lead.ends_with("`canbench_results.yml`.\n") && lead.contains("(mainnet.md)"), "{lead}");
+        let lead = super::lead(&canbench, &ic, on_page, &[], None, "chia.html");
+        assert!(lead.ends_with("`canbench_results.yml`.\n") && !lead.contains("(mainnet.md"), "{lead}");
         let doc = with_lead("# Title\n\nBody.\n", &lead);
         assert!(doc.ends_with("`canbench_results.yml`.\n\nBody.\n"), "{doc}");
     }

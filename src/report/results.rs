@@ -55,10 +55,56 @@ impl fmt::Display for UnknownCells {
 
 impl std::error::Error for UnknownCells {}
 
+/// Which replica's pricing a results file follows: its instructions, and the words a report uses
+/// for them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Model {
+    /// canbench 0.7 on PocketIC 13, whose replica predates the IC's memory tracker
+    /// (`canbench_results.yml`, which real canbench reproduces).
+    #[default]
+    Canbench,
+    /// Mainnet since the memory tracker (the runner's `ic` cost model, `mainnet_results.yml`: its
+    /// top-level `model` starts with `ic`).
+    Mainnet,
+}
+
+impl Model {
+    /// The results file of the ic-rusqlite canister in this model (its `vfs/` twin has the same
+    /// name).
+    pub fn file(self) -> &'static str {
+        match self {
+            Model::Canbench => "canbench_results.yml",
+            Model::Mainnet => "mainnet_results.yml",
+        }
+    }
+
+    /// The model in a few words, for a report's opening line.
+    pub fn described(self) -> String {
+        match self {
+            Model::Canbench => "canbench's model: the replica of PocketIC 13, which predates the IC's memory tracker".into(),
+            Model::Mainnet => format!(
+                "mainnet's pricing since the IC's memory tracker: the runner's `ic` model, {} instructions per 64 KiB \
+                 page of heap or stable memory a message first accesses and {} more per page it first writes",
+                stablebench_grid::grouped(stablebench_grid::ic::page_fees::ACCESS),
+                stablebench_grid::grouped(stablebench_grid::ic::page_fees::WRITE)
+            ),
+        }
+    }
+
+    /// Whose figures these are: `canbench's` or `mainnet's`.
+    pub fn whose(self) -> &'static str {
+        match self {
+            Model::Canbench => "canbench's",
+            Model::Mainnet => "mainnet's",
+        }
+    }
+}
+
 /// Measured records, each attached to its [`Cell`], in the grid's order.
 #[derive(Clone, Debug, Default)]
 pub struct Results {
     records: Vec<(Cell, Record)>,
+    model: Model,
 }
 
 impl Results {
@@ -69,7 +115,18 @@ impl Results {
         if !named.is_empty() {
             return Err(UnknownCells(named.into_keys().collect()));
         }
-        Ok(Results { records })
+        Ok(Results { records, model: Model::Canbench })
+    }
+
+    /// These results, said to follow `model`.
+    pub fn with_model(mut self, model: Model) -> Results {
+        self.model = model;
+        self
+    }
+
+    /// The pricing these results follow.
+    pub fn model(&self) -> Model {
+        self.model
     }
 
     /// Reads a `canbench_results.yml` (canbench 0.7: `benches.<name>.{total, scopes.<scope>}`,
@@ -81,16 +138,32 @@ impl Results {
 
     /// [`Results::from_canbench_yml`] over several files (one per canister: `canbench_results.yml`
     /// and `vfs/canbench_results.yml`), merged; a name in two files is an error.
+    /// A file whose top-level `model` starts with `ic` (the runner's `mainnet_results.yml`) is
+    /// [`Model::Mainnet`]; files of both models are an error.
     pub fn from_canbench_ymls(texts: &[&str]) -> Result<Results, String> {
         let mut named = BTreeMap::new();
+        let mut models = Vec::new();
         for text in texts {
+            models.push(Results::model_of(text)?);
             for (name, record) in Results::named_records(text)? {
                 if named.insert(name.clone(), record).is_some() {
                     return Err(format!("{name} is in two results files"));
                 }
             }
         }
-        Results::new(named).map_err(|e| format!("canbench_results.yml: {e}"))
+        let model = models.first().copied().unwrap_or_default();
+        if models.iter().any(|m| *m != model) {
+            return Err("the results files follow different cost models (canbench's and mainnet's)".into());
+        }
+        Results::new(named).map(|r| r.with_model(model)).map_err(|e| format!("{}: {e}", model.file()))
+    }
+
+    fn model_of(text: &str) -> Result<Model, String> {
+        let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("a results file: {e}"))?;
+        Ok(match yml["model"].as_str() {
+            Some(m) if m.starts_with("ic") => Model::Mainnet,
+            _ => Model::Canbench,
+        })
     }
 
     fn named_records(text: &str) -> Result<BTreeMap<String, Record>, String> {
@@ -175,5 +248,15 @@ mod tests {
         assert_eq!(results.get(&cell), Some(&record));
         assert_eq!(results.find(Op::NodeStore, 10_000, Backend::StableBTreeMap).map(|(c, _)| *c), Some(cell));
         assert!(results.find(Op::NodeStore, 100_000, Backend::StableBTreeMap).is_none());
+    }
+
+    #[test]
+    fn the_model_comes_from_the_files_and_both_models_at_once_are_an_error() {
+        let bench = "benches:\n  stable_btreemap_nodestore_10k:\n    total:\n      calls: 1\n      instructions: 7\n";
+        let ic = format!("model: 'ic: mainnet'\n{bench}");
+        let vfs = "benches:\n  sqlite_vfs_insert_users_vfs_default:\n    total:\n      calls: 1\n      instructions: 7\n";
+        assert_eq!(Results::from_canbench_yml(bench).unwrap().model(), Model::Canbench);
+        assert_eq!(Results::from_canbench_yml(&ic).unwrap().model(), Model::Mainnet);
+        assert!(Results::from_canbench_ymls(&[&ic, vfs]).unwrap_err().contains("different cost models"));
     }
 }

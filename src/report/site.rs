@@ -13,12 +13,13 @@
 //! [`compare`] writes the page of a run against the committed results from canbench's CSV
 //! (`--csv`), for a CI artifact. `scripts/site-check.sh` opens the pages in headless Chromium.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use stablebench_grid::cells::{size_label, Cell};
 use stablebench_grid::ic::{
-    prices, DEFAULT_WASM_MEMORY_LIMIT_BYTES, QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT,
+    prices, PageCounts, DEFAULT_WASM_MEMORY_LIMIT_BYTES, QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT,
 };
 
 use super::results::{Measurement, Results};
@@ -56,6 +57,7 @@ pub struct Doc<'a> {
 pub fn generate(
     results: &Results,
     ic: &Results,
+    pages: &BTreeMap<String, PageCounts>,
     answer: &str,
     docs: &[Doc],
     flamegraphs: &[String],
@@ -127,7 +129,7 @@ pub fn generate(
             text: super::chart::limits(&format!("{}: every benchmark against the limits", d.title), &points),
         });
         let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
-        body += &benchmark_table(results, ic, d.cells, flamegraphs, "benchmark-table");
+        body += &benchmark_table(results, ic, pages, d.cells, flamegraphs, "benchmark-table");
         files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
     }
 
@@ -136,8 +138,9 @@ pub fn generate(
              <em>Per call</em> is the instructions of one timed iteration (the total over the \
              iterations the benchmark repeats, divided by them), on mainnet and as canbench \
              reports it; the limits, cycles and USD are those of one such call on mainnet as an \
-             update message. <em>Pages</em>: the 64 KiB pages one call accessed and wrote.</p>\n";
-    body += &benchmark_table(results, ic, |_| true, flamegraphs, "benchmark-table");
+             update message. <em>Pages</em>: the 64 KiB pages one call accessed / wrote, \
+             which mainnet charges and canbench does not see.</p>\n";
+    body += &benchmark_table(results, ic, pages, |_| true, flamegraphs, "benchmark-table");
     files.push(File {
         name: "benchmarks.html".into(),
         text: page("All benchmarks", &nav, &body, &footer, Assets::Linked),
@@ -205,6 +208,7 @@ fn page(title: &str, nav: &str, body: &str, footer: &str, assets: Assets) -> Str
 fn benchmark_table(
     results: &Results,
     ic: &Results,
+    pages: &BTreeMap<String, PageCounts>,
     pick: fn(&Cell) -> bool,
     flamegraphs: &[String],
     id: &str,
@@ -232,7 +236,7 @@ fn benchmark_table(
         t,
         "<table class=\"benchmarks\" id=\"{id}\">\n<thead><tr><th>benchmark</th><th>workload</th><th>backend</th>\
          <th>size</th><th>settings</th><th class=\"n\">mainnet per call</th><th class=\"n\">canbench per call</th>\
-         <th class=\"n\">instructions</th><th class=\"n\">calls</th><th class=\"n\">heap MiB</th><th class=\"n\">stable MiB</th>\
+         <th class=\"n\">pages per call</th><th class=\"n\">mainnet, all calls</th><th class=\"n\">calls</th><th class=\"n\">heap MiB</th><th class=\"n\">stable MiB</th>\
          <th class=\"n\">cycles per call</th><th class=\"n\">USD per call</th><th>fits</th><th>flamegraph</th></tr></thead>\n<tbody>"
     );
     for (c, m) in rows {
@@ -255,6 +259,14 @@ fn benchmark_table(
             fits.to_string()
         };
         let name = c.name();
+        let pages = pages.get(&name).map_or("–".to_string(), |p| {
+            let per = |v: u64| match calls {
+                1 => grouped(v),
+                n => format!("{:.1}", v as f64 / n as f64),
+            };
+            format!("{} / {}", per(p.accessed()), per(p.written()))
+        });
+        let total = ic.get(c).map_or(m.instructions, |r| r.total.instructions);
         let flame = if flamegraphs.contains(&name) {
             format!("<a href=\"flamegraphs/{name}.svg\">step</a>")
         } else {
@@ -264,7 +276,7 @@ fn benchmark_table(
             t,
             "<tr data-workload=\"{w}\" data-backend=\"{b}\" data-size=\"{s}\" data-settings=\"{p}\" data-name=\"{name}\">\
              <td><code>{name}</code></td><td>{w}</td><td>{b}</td><td>{s}</td><td>{p}</td>\
-             <td class=\"n\">{mainnet}</td><td class=\"n\">{per}</td>\
+             <td class=\"n\">{mainnet}</td><td class=\"n\">{per}</td><td class=\"n\">{pages}</td>\
              <td class=\"n\" title=\"{exact}\">{total}</td><td class=\"n\">{calls}</td>\
              <td class=\"n\">{heap}</td><td class=\"n\">{stable}</td><td class=\"n\">{cycles}</td>\
              <td class=\"n\">{usd:.6}</td><td>{fits}</td><td>{flame}</td></tr>",
@@ -272,8 +284,8 @@ fn benchmark_table(
             b = esc(&backend),
             s = esc(&size),
             p = esc(&settings),
-            exact = grouped(m.instructions),
-            total = human(m.instructions),
+            exact = grouped(total),
+            total = human(total),
             calls = grouped(calls),
             mainnet = mainnet.map_or("–".into(), human),
             per = human(canbench_per_call),
