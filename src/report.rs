@@ -415,8 +415,10 @@ pub fn generate(
             let cols = beside.map_or(String::new(), |x| {
                 let name = b.profiled_name(p);
                 let canbench = x.canbench.get(&name).map_or("–".into(), |c| human(c.instructions));
-                let pages =
-                    x.pages.get(&name).map_or("–".into(), |q| format!("{} / {}", grouped(q.accessed()), grouped(q.written())));
+                let pages = x
+                    .pages
+                    .get(&name)
+                    .map_or("–".into(), |q| format!("{} / {}", grouped(q.accessed()), grouped(q.written())));
                 format!(" {canbench} | {pages} |")
             });
             let _ = writeln!(

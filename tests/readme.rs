@@ -265,7 +265,14 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             cells: vfs_page,
         },
     ];
-    let site_files = site::generate(&results, &ic, &pages, &site_answer(&want), &docs, &flamegraphs(), command, &date);
+    let site_files = site::generate(
+        site::Figures { canbench: &results, ic: &ic, pages: &pages },
+        &site_answer(&want),
+        &docs,
+        &flamegraphs(),
+        command,
+        &date,
+    );
     let site_files: Vec<(String, &String)> =
         site_files.iter().map(|f| (format!("{SITE}/{}", f.name), &f.text)).collect();
     let files = [

@@ -571,7 +571,10 @@ mod tests {
         let answers = [answer("blob (1)", "blob (3)"), answer("sqlite (2)", "blob (9)")];
         let lead = lead(&canbench, &ic, on_page, &answers, Some("ic-rusqlite against ic-sqlite-vfs"), "vfs.html");
         assert!(lead.contains("the report's 2 benchmarks mainnet's figure is 2.00× to 5.00× canbench's"), "{lead}");
-        assert!(lead.contains("(mainnet.md#ic-rusqlite-against-ic-sqlite-vfs) the report's summary as canbench"), "{lead}");
+        assert!(
+            lead.contains("(mainnet.md#ic-rusqlite-against-ic-sqlite-vfs) the report's summary as canbench"),
+            "{lead}"
+        );
         assert!(lead.contains("[The site's page](site/vfs.html#benchmarks)"), "{lead}");
         // Only the answer whose choice changed is listed, mainnet's first.
         assert!(lead.contains("1 of its 2 answers differs under canbench:"), "{lead}");

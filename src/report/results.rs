@@ -81,7 +81,9 @@ impl Model {
     /// The model in a few words, for a report's opening line.
     pub fn described(self) -> String {
         match self {
-            Model::Canbench => "canbench's model: the replica of PocketIC 13, which predates the IC's memory tracker".into(),
+            Model::Canbench => {
+                "canbench's model: the replica of PocketIC 13, which predates the IC's memory tracker".into()
+            }
             Model::Mainnet => format!(
                 "mainnet's pricing since the IC's memory tracker: the runner's `ic` model, {} instructions per 64 KiB \
                  page of heap or stable memory a message first accesses and {} more per page it first writes",
@@ -254,7 +256,8 @@ mod tests {
     fn the_model_comes_from_the_files_and_both_models_at_once_are_an_error() {
         let bench = "benches:\n  stable_btreemap_nodestore_10k:\n    total:\n      calls: 1\n      instructions: 7\n";
         let ic = format!("model: 'ic: mainnet'\n{bench}");
-        let vfs = "benches:\n  sqlite_vfs_insert_users_vfs_default:\n    total:\n      calls: 1\n      instructions: 7\n";
+        let vfs =
+            "benches:\n  sqlite_vfs_insert_users_vfs_default:\n    total:\n      calls: 1\n      instructions: 7\n";
         assert_eq!(Results::from_canbench_yml(bench).unwrap().model(), Model::Canbench);
         assert_eq!(Results::from_canbench_yml(&ic).unwrap().model(), Model::Mainnet);
         assert!(Results::from_canbench_ymls(&[&ic, vfs]).unwrap_err().contains("different cost models"));

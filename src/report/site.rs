@@ -50,20 +50,30 @@ pub struct Doc<'a> {
     pub cells: fn(&Cell) -> bool,
 }
 
+/// The figures the site shows: each benchmark under both models, and the pages it touched.
+#[derive(Clone, Copy, Debug)]
+pub struct Figures<'a> {
+    /// canbench's results (`canbench_results.yml` and its `vfs/` twin).
+    pub canbench: &'a Results,
+    /// Mainnet's (`mainnet_results.yml` and its twin).
+    pub ic: &'a Results,
+    /// The 64 KiB pages each benchmark touched, by name.
+    pub pages: &'a BTreeMap<String, PageCounts>,
+}
+
 /// The site's pages: `answer` (markdown, the index's first section), one page per `docs` entry,
-/// and `benchmarks.html`, from `results` (measured by `command` on `date`). `flamegraphs` are the
+/// and `benchmarks.html`, from `figures` (measured by `command` on `date`). `flamegraphs` are the
 /// benchmarks with a committed flamegraph (`scripts/site-flamegraphs.sh` writes
 /// `docs/site/flamegraphs/<benchmark>.svg`), linked from their rows.
 pub fn generate(
-    results: &Results,
-    ic: &Results,
-    pages: &BTreeMap<String, PageCounts>,
+    figures: Figures<'_>,
     answer: &str,
     docs: &[Doc],
     flamegraphs: &[String],
     command: &str,
     date: &str,
 ) -> Vec<File> {
+    let results = figures.canbench;
     let nav = nav(docs);
     let footer = footer(command, date);
     let mut files = Vec::new();
@@ -129,7 +139,7 @@ pub fn generate(
             text: super::chart::limits(&format!("{}: every benchmark against the limits", d.title), &points),
         });
         let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
-        body += &benchmark_table(results, ic, pages, d.cells, flamegraphs, "benchmark-table");
+        body += &benchmark_table(figures, d.cells, flamegraphs, "benchmark-table");
         files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
     }
 
@@ -140,7 +150,7 @@ pub fn generate(
              reports it; the limits, cycles and USD are those of one such call on mainnet as an \
              update message. <em>Pages</em>: the 64 KiB pages one call accessed / wrote, \
              which mainnet charges and canbench does not see.</p>\n";
-    body += &benchmark_table(results, ic, pages, |_| true, flamegraphs, "benchmark-table");
+    body += &benchmark_table(figures, |_| true, flamegraphs, "benchmark-table");
     files.push(File {
         name: "benchmarks.html".into(),
         text: page("All benchmarks", &nav, &body, &footer, Assets::Linked),
@@ -205,14 +215,8 @@ fn page(title: &str, nav: &str, body: &str, footer: &str, assets: Assets) -> Str
 }
 
 /// The table of the benchmarks `pick` selects, with a filter form above it (`filter.js`).
-fn benchmark_table(
-    results: &Results,
-    ic: &Results,
-    pages: &BTreeMap<String, PageCounts>,
-    pick: fn(&Cell) -> bool,
-    flamegraphs: &[String],
-    id: &str,
-) -> String {
+fn benchmark_table(figures: Figures<'_>, pick: fn(&Cell) -> bool, flamegraphs: &[String], id: &str) -> String {
+    let Figures { canbench: results, ic, pages } = figures;
     let rows: Vec<(&Cell, &Measurement)> =
         results.iter().filter(|(c, _)| pick(c)).map(|(c, r)| (c, &r.total)).collect();
     let mut choices: [Vec<String>; 4] = Default::default();
