@@ -9,8 +9,8 @@
 #   scripts/breakdown.sh users like      # some steps only
 #
 # These are x86-64 instructions of a native build, not the canister's wasm instructions: the
-# split between SQLite and our Rust code carries over, the totals do not (see the README,
-# "Where the instructions go"). Needs valgrind (apt-get install valgrind).
+# split between SQLite and our Rust code carries over, the totals do not (see
+# docs/where-the-instructions-go.md). Needs valgrind (apt-get install valgrind).
 source "$(dirname "$0")/lib.sh"
 
 command -v valgrind >/dev/null || die "valgrind is not installed (apt-get install valgrind)"

@@ -8,10 +8,10 @@
 # users/orders steps from 10k to 10M orders), docs/vfs.md (ic-rusqlite against
 # ic-sqlite-vfs), the results site docs/site/ (src/report/site.rs; scripts/site-check.sh opens it in
 # headless Chromium and saves its screenshots), and the
-# README's generated tables (results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
+# generated tables of the README and its docs pages (report::MARKED_DOCS: results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
 # sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm
 # files of both canisters
-# (runner/tests/per_call.rs: per_call_results.yml and the README's per-call table, which quotes the
+# (runner/tests/per_call.rs: per_call_results.yml and docs/per-call.md's per-call table, which quotes the
 # benchmarks' numbers next to it).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
 #
@@ -29,6 +29,6 @@ STABLEBENCH_REGENERATE_CHIA_PAGES=1 cargo test --locked --release -p stablebench
 "$ROOT/scripts/build.sh" production
 "$ROOT/scripts/build.sh" vfs
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
-# Last: the site's index (docs/site/) quotes the README's per-call table just rewritten.
+# Last: the site's index (docs/site/) quotes docs/per-call.md's table just rewritten.
 cargo test --locked --release --test readme >&2
-log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml, the README tables and the results site docs/site/ (results of $STABLEBENCH_RESULTS_DATE)"
+log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml, the generated tables of README.md and docs/ and the results site docs/site/ (results of $STABLEBENCH_RESULTS_DATE)"

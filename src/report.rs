@@ -64,6 +64,47 @@ pub fn fragment<'a>(doc: &'a str, name: &str) -> Result<&'a str, String> {
     Ok(&doc[b..e])
 }
 
+/// The documents, relative to the repository's root, that hold generated fragments between
+/// markers (the README and the `docs/` pages it links to for details).
+pub const MARKED_DOCS: [&str; 6] = [
+    "README.md",
+    "docs/grid.md",
+    "docs/pragma-guide.md",
+    "docs/storage.md",
+    "docs/use-in-your-canister.md",
+    "docs/per-call.md",
+];
+
+/// The one document of `docs` (name, text) that holds `name`'s markers; an error if none or
+/// several do.
+fn holder<'a>(docs: &'a [(String, String)], name: &str) -> Result<usize, String> {
+    let begin = format!("<!-- {name}:begin -->\n");
+    let holders: Vec<usize> = (0..docs.len()).filter(|&i| docs[i].1.contains(&begin)).collect();
+    match holders[..] {
+        [i] => Ok(i),
+        [] => Err(format!("no document has a line {}", begin.trim_end())),
+        _ => Err(format!(
+            "{} documents have a line {}: {}",
+            holders.len(),
+            begin.trim_end(),
+            holders.iter().map(|&i| docs[i].0.as_str()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// [`splice`] in whichever of `docs` (name, text) holds `name`'s markers.
+pub fn splice_in(docs: &mut [(String, String)], name: &str, body: &str) -> Result<(), String> {
+    let i = holder(docs, name)?;
+    docs[i].1 = splice(&docs[i].1, name, body).map_err(|e| format!("{}: {e}", docs[i].0))?;
+    Ok(())
+}
+
+/// [`fragment`] of whichever of `docs` (name, text) holds `name`'s markers.
+pub fn fragment_in<'a>(docs: &'a [(String, String)], name: &str) -> Result<&'a str, String> {
+    let i = holder(docs, name)?;
+    fragment(&docs[i].1, name).map_err(|e| format!("{}: {e}", docs[i].0))
+}
+
 /// Where the text between `name`'s markers starts and ends in `doc`.
 fn between(doc: &str, name: &str) -> Result<(usize, usize), String> {
     let (begin, end) = (format!("<!-- {name}:begin -->\n"), format!("<!-- {name}:end -->"));
@@ -500,6 +541,18 @@ fn heatmap(results: &BTreeMap<String, Measured>) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_marker_is_spliced_in_the_one_document_that_holds_it() {
+        let doc = |name: &str, text: &str| (name.to_string(), text.to_string());
+        let mut docs = vec![doc("a", "x\n<!-- t:begin -->\nold\n<!-- t:end -->\n"), doc("b", "y\n")];
+        super::splice_in(&mut docs, "t", "new\n").unwrap();
+        assert_eq!(docs[0].1, "x\n<!-- t:begin -->\nnew\n<!-- t:end -->\n");
+        assert_eq!(super::fragment_in(&docs, "t").unwrap(), "new\n");
+        assert!(super::splice_in(&mut docs, "u", "").unwrap_err().contains("no document"));
+        docs[1].1 = docs[0].1.clone();
+        assert!(super::fragment_in(&docs, "t").unwrap_err().contains("2 documents have"));
+    }
+
     use super::*;
 
     #[test]

@@ -3,7 +3,7 @@
 //! `rusqlite::Connection::transaction` runs `execute_batch("BEGIN DEFERRED")` and, to commit,
 //! `execute_batch("COMMIT")`: SQLite parses both statements again in every transaction. A
 //! canister that writes a few rows per message pays that parse in every call, a visible part of
-//! a one-row insert (the README's per-call table measures it). [`Tx`] runs the same statements
+//! a one-row insert (`docs/per-call.md` measures it). [`Tx`] runs the same statements
 //! prepared once per connection, with the same semantics: a deferred transaction, rolled back
 //! when it is dropped without a successful [`Tx::commit`] (an error, an early return, a panic).
 

@@ -1,4 +1,5 @@
-//! The README's pragma, benchmark, results, DbWeight and NodeStore tables, docs/results.{md,svg}
+//! The generated tables of the README and of the docs pages it links to (`report::MARKED_DOCS`:
+//! pragma, benchmark, results, DbWeight, NodeStore, ... tables), docs/results.{md,svg}
 //! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
 //! docs/chia.{md,svg}, docs/scaling.{md,svg} and docs/mainnet.md are generated from
 //! what they describe (the code, canbench_results.yml, mainnet_results.yml and
@@ -16,7 +17,7 @@ use stablebench::report::results::Results;
 use stablebench::report::{self, chia, kv, mainnet, scaling, site, sysrepo, vfs};
 use stablebench_grid::cells::{Backend, Cell, Op, Workload, DB_WEIGHT_SIZE};
 
-const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 fn pragma_table() -> String {
     let mut t = String::from("| # | pragma | value | why |\n|---|---|---|---|\n");
@@ -99,11 +100,6 @@ fn example_open() -> String {
     format!("```rust\n{}```\n", &src[b..e])
 }
 
-/// `report::splice`, failing the test on a missing marker.
-fn splice(doc: &str, name: &str, body: &str) -> String {
-    stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("README.md: {e}"))
-}
-
 /// The benchmarks each report shows (its site page's table, and its lead's ratios).
 fn profiles_page(c: &Cell) -> bool {
     c.workload() == Workload::UsersOrders && c.size == stablebench::bench::Sizes::REFERENCE.orders
@@ -184,22 +180,33 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let chia_md = lead(&chia.markdown, chia_page, &[], None, "chia.html");
     let vfs_md = lead(&vfs.markdown, vfs_page, &[], Some("ic-rusqlite against ic-sqlite-vfs"), "vfs.html");
     let scaling_md = lead(&scaling.markdown, scaling_page, &[], Some("Scaling"), "scaling.html");
-    let doc = std::fs::read_to_string(README).unwrap();
-    let want = splice(&doc, "pragma-table", &pragma_table());
-    let want = splice(&want, "bench-table", &bench_table());
-    let want = splice(&want, "grid-table", &report::grid_table());
-    // The README's recommendation and its nine steps: as mainnet prices them, as every table.
-    let want = splice(&want, "results-table", &rep.readme_results);
-    let want = splice(&want, "profiles-table", &rep.readme_profiles);
-    let want = splice(&want, "dbweight-table", &kv.readme_dbweight);
-    let want = splice(&want, "nodestore-summary", &kv.readme_nodestore);
-    let want = splice(&want, "kv-patterns", &kv.patterns);
-    let want = splice(&want, "sysrepo-summary", &sysrepo.readme);
-    let want = splice(&want, "chia-summary", &chia.readme);
-    let want = splice(&want, "vfs-summary", &vfs.readme);
-    let want = splice(&want, "scaling-table", &scaling.readme);
-    let want = splice(&want, "example-open", &example_open());
-    let want = splice(&want, "mainnet-summary", &mainnet.readme);
+    // The README and the docs pages that hold generated fragments (report::MARKED_DOCS): each
+    // fragment is spliced into the one that holds its markers.
+    let have: Vec<(String, String)> = report::MARKED_DOCS
+        .iter()
+        .map(|d| (d.to_string(), std::fs::read_to_string(format!("{ROOT}/{d}")).unwrap_or_else(|e| panic!("{d}: {e}"))))
+        .collect();
+    let mut want = have.clone();
+    let fragments = [
+        ("pragma-table", pragma_table()),
+        ("bench-table", bench_table()),
+        ("grid-table", report::grid_table()),
+        // The recommendation and its nine steps: as mainnet prices them, as every table.
+        ("results-table", rep.readme_results.clone()),
+        ("profiles-table", rep.readme_profiles.clone()),
+        ("dbweight-table", kv.readme_dbweight.clone()),
+        ("nodestore-summary", kv.readme_nodestore.clone()),
+        ("kv-patterns", kv.patterns.clone()),
+        ("sysrepo-summary", sysrepo.readme.clone()),
+        ("chia-summary", chia.readme.clone()),
+        ("vfs-summary", vfs.readme.clone()),
+        ("scaling-table", scaling.readme.clone()),
+        ("example-open", example_open()),
+        ("mainnet-summary", mainnet.readme.clone()),
+    ];
+    for (name, body) in &fragments {
+        report::splice_in(&mut want, name, body).unwrap_or_else(|e| panic!("{e}"));
+    }
     let docs = [
         site::Doc {
             page: "mainnet.html",
@@ -293,7 +300,9 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let files: Vec<(String, &String)> =
         files.into_iter().map(|(p, t)| (p.to_string(), t)).chain(site_files.iter().cloned()).collect();
     if std::env::var_os("STABLEBENCH_REGENERATE_README").is_some() {
-        std::fs::write(README, &want).unwrap();
+        for (doc, text) in &want {
+            std::fs::write(format!("{ROOT}/{doc}"), text).unwrap();
+        }
         std::fs::create_dir_all(SITE).unwrap();
         for entry in std::fs::read_dir(SITE).unwrap() {
             let path = entry.unwrap().path();
@@ -307,7 +316,9 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         return;
     }
     let stale = "stale: run scripts/report.sh";
-    assert!(doc == want, "README.md tables are {stale}");
+    for ((doc, have), (_, want)) in have.iter().zip(&want) {
+        assert!(have == want, "{doc}'s generated tables are {stale}");
+    }
     for (path, text) in &files {
         let name = path.strip_prefix(concat!(env!("CARGO_MANIFEST_DIR"), "/")).unwrap();
         assert!(std::fs::read_to_string(path).unwrap_or_default() == **text, "{name} is {stale}");
@@ -341,13 +352,15 @@ fn flamegraphs() -> Vec<String> {
     names
 }
 
-/// The README's generated fragment `name` (`report::fragment`), failing the test on a missing marker.
-fn fragment<'a>(readme: &'a str, name: &str) -> &'a str {
-    stablebench::report::fragment(readme, name).unwrap_or_else(|e| panic!("README.md: {e}"))
+/// The generated fragment `name` of whichever of `docs` holds it (`report::fragment_in`), failing
+/// the test on a missing marker.
+fn fragment<'a>(docs: &'a [(String, String)], name: &str) -> &'a str {
+    report::fragment_in(docs, name).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// The site index's first section: the answers, from the README's generated tables.
-fn site_answer(readme: &str) -> String {
+/// The site index's first section: the answers, from the generated tables of the README and its
+/// docs pages.
+fn site_answer(readme: &[(String, String)]) -> String {
     format!(
         "## Which SQLite settings\n\nThe recommendation is `{default}` (the canister's default, and \
          `RECOMMENDED` in the `stablebench-pragmas` crate): the cheapest profile on mainnet over the nine \

@@ -189,7 +189,7 @@ fn open_with(args: Option<InitArgs>, fallback: Profile) {
 /// among the cached pages, so a message touches tens of Wasm pages for them, each of which the
 /// IC's memory tracker charges (80,000 instructions per page accessed, 80,000 more per page
 /// written); in a region of their own they reuse a few pages. Measured by `runner/tests/per_call.rs`
-/// (README, "One call"): the commit that adopted it gives both figures.
+/// (docs/per-call.md, "One call"): the commit that adopted it gives both figures.
 #[cfg(target_arch = "wasm32")]
 #[global_allocator]
 static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;

@@ -20,7 +20,7 @@
 //! second run is also the test that the resumable loads, `create_indexes` and `delete_orders`
 //! complete and keep their data under mainnet's charges at this size.
 //!
-//! The figures are committed in `endpoints_results.yml` and the README's endpoint table; this test
+//! The figures are committed in `endpoints_results.yml` and docs/per-call.md's endpoint table; this test
 //! fails when a rerun differs by more than 2%. Regenerate with
 //! `STABLEBENCH_REGENERATE_ENDPOINTS=1 cargo test --release -p stablebench-runner --test endpoints`.
 //! With `STABLEBENCH_ENDPOINTS_10X=1` it measures ten times the reference size too (1,000,000 users,
@@ -44,7 +44,7 @@ use stablebench_runner::replica::{CostModel, TRANSMISSION_FACTOR};
 const CALLS: usize = 5;
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoints_results.yml");
-const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+const TABLE_DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/per-call.md");
 
 /// One endpoint call's cost at one size.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
@@ -73,7 +73,7 @@ struct Results {
     mainnet: BySize,
 }
 
-/// The calls of the table, in its order: the call as the README shows it, and what its floor runs.
+/// The calls of the table, in its order: the call as docs/per-call.md shows it, and what its floor runs.
 const ROWS: [(&str, &str); 11] = [
     ("add_users(next, 1)", "`INSERT INTO users` of one row"),
     ("add_orders(next, 1)", "`INSERT INTO orders` of one row"),
@@ -318,7 +318,7 @@ fn table(r: &Results) -> String {
 }
 
 fn splice(doc: &str, name: &str, body: &str) -> String {
-    stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("README.md: {e}"))
+    stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("docs/per-call.md: {e}"))
 }
 
 #[test]
@@ -343,7 +343,7 @@ fn every_endpoint_costs_what_the_committed_results_say() {
             }
         }
     }
-    let readme = std::fs::read_to_string(README).unwrap();
+    let readme = std::fs::read_to_string(TABLE_DOC).unwrap();
     if std::env::var_os("STABLEBENCH_REGENERATE_ENDPOINTS").is_some() {
         let mut merged = committed;
         merged.sizes.extend(measured.sizes);
@@ -353,7 +353,7 @@ fn every_endpoint_costs_what_the_committed_results_say() {
             serde_yaml::to_string(&merged).unwrap()
         );
         std::fs::write(RESULTS, yml).unwrap();
-        std::fs::write(README, splice(&readme, "endpoint-table", &table(&merged))).unwrap();
+        std::fs::write(TABLE_DOC, splice(&readme, "endpoint-table", &table(&merged))).unwrap();
         return;
     }
     let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
@@ -380,5 +380,9 @@ fn every_endpoint_costs_what_the_committed_results_say() {
             }
         }
     }
-    assert_eq!(readme, splice(&readme, "endpoint-table", &table(&committed)), "the README's endpoint table is stale");
+    assert_eq!(
+        readme,
+        splice(&readme, "endpoint-table", &table(&committed)),
+        "docs/per-call.md's endpoint table is stale"
+    );
 }

@@ -1,6 +1,6 @@
 //! The example canisters of `examples/` (built by `scripts/build.sh examples`), installed, written,
 //! upgraded and read back through the runner, as a user copying them would deploy them; and the
-//! instructions of one call of each, printed for the README:
+//! instructions of one call of each, printed for docs/use-in-your-canister.md:
 //! `cargo test --release -p stablebench-runner --test examples -- --nocapture`. Each call is
 //! measured as canbench reports it and, on a copy of the canister in the same state, as mainnet
 //! charges it (the runner's `ic` cost model: the memory tracker's 80,000 instructions per 64 KiB
@@ -144,7 +144,7 @@ fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
     assert_eq!(more, Ok(vec![4]));
     assert_eq!(notes(&mut c, Some(3), 100), vec![Note { id: 4, text: "four".into() }]);
 
-    // One call of each endpoint, for the README (the runner's replica accounting).
+    // One call of each endpoint, for docs/use-in-your-canister.md (the runner's replica accounting).
     let batch: Vec<String> = (0..100).map(|i| format!("note number {i:03} of a batch of one hundred")).collect();
     let batch: Vec<&str> = batch.iter().map(String::as_str).collect();
     let hundred =
@@ -173,25 +173,29 @@ fn the_sqlite_example_installed_without_a_limit_keeps_the_recommended_cache() {
     assert_eq!((cache.0.as_str(), cache.1.as_str()), ("cache_size", "-8192"));
 }
 
-/// `body`, the README's fragment between `<!-- name:begin -->` and `<!-- name:end -->`: written
+/// `body`, docs/use-in-your-canister.md's fragment between `<!-- name:begin -->` and `<!-- name:end -->`: written
 /// with `STABLEBENCH_REGENERATE_EXAMPLES=1`, else compared: the same text, every number within 2%
-/// (the README quotes one run; canbench's noise threshold).
+/// (the page quotes one run; canbench's noise threshold).
 fn readme_fragment(name: &str, body: &str) {
     static README_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = README_LOCK.lock().unwrap_or_else(|e| e.into_inner());
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/use-in-your-canister.md");
     let readme = std::fs::read_to_string(path).unwrap();
     if std::env::var_os("STABLEBENCH_REGENERATE_EXAMPLES").is_some() {
         std::fs::write(path, stablebench::report::splice(&readme, name, body).unwrap()).unwrap();
         return;
     }
-    let have = stablebench::report::fragment(&readme, name).unwrap_or_else(|e| panic!("README.md: {e}"));
+    let have =
+        stablebench::report::fragment(&readme, name).unwrap_or_else(|e| panic!("docs/use-in-your-canister.md: {e}"));
     let regenerate =
         "regenerate with STABLEBENCH_REGENERATE_EXAMPLES=1 cargo test --release -p stablebench-runner --test examples";
     let ((have_text, have), (want_text, want)) = (numbers(have), numbers(body));
-    assert_eq!(have_text, want_text, "README.md's {name} differs: {regenerate}");
+    assert_eq!(have_text, want_text, "docs/use-in-your-canister.md's {name} differs: {regenerate}");
     for (h, w) in have.iter().zip(&want) {
-        assert!((h - w).abs() <= 0.02 * w, "README.md's {name} says {h}, measured {w}: {regenerate}");
+        assert!(
+            (h - w).abs() <= 0.02 * w,
+            "docs/use-in-your-canister.md's {name} says {h}, measured {w}: {regenerate}"
+        );
     }
 }
 
@@ -306,7 +310,7 @@ fn both_map_examples_keep_their_entries_across_upgrades() {
         assert_eq!(get(&mut c, map, ENTRIES).0, None);
     }
 
-    // One call of each, at 10,000 entries of 100 bytes, after the upgrade (for the README).
+    // One call of each, at 10,000 entries of 100 bytes, after the upgrade (for docs/use-in-your-canister.md).
     let mut costs = Vec::new();
     for map in ["stable", "heap"] {
         let name = if map == "stable" { "`StableBTreeMap`" } else { "heap `BTreeMap`" };

@@ -436,9 +436,9 @@ pub fn generate(
         md,
         "**Whole messages.** The production canisters' endpoints, one call at a time as a user \
          calls them (Candid, access checks, the operation, its commit, the reply), are measured \
-         under both models too: the README's per-call table (`kv_put`, `kv_get`, `kv_len`, \
-         `kv_load`, upgrades, each SQLite call against its floor), its endpoint table (every \
-         users/orders endpoint at 1x and 10x), its example canisters' tables, and \
+         under both models too: [per-call.md](per-call.md)'s tables (`kv_put`, `kv_get`, `kv_len`, \
+         `kv_load`, upgrades, each SQLite call against its floor; every users/orders endpoint at 1x \
+         and 10x), the example canisters' tables ([use-in-your-canister.md](use-in-your-canister.md)), and \
          [per_call_profiles.md](per_call_profiles.md) (one key-value call under every pragma \
          profile).\n"
     );

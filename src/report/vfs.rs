@@ -375,7 +375,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         choose,
         "- **Bulk SQL** (the nine users/orders steps): {ulo:.2}x to {uhi:.2}x of ic-rusqlite's cost with the \
          same cache budget; the users/orders table shows ic-rusqlite at 16 KiB too.\n\
-         - **Query methods and upgrades**: the README's per-call table measures whole messages on both \
+         - **Query methods and upgrades**: the per-call table (`docs/per-call.md`) measures whole messages on both \
          (`sqlite_vfs_rowid` against `sqlite_rowid`): ic-sqlite-vfs opens a read-only connection in every \
          query call, and its `post_upgrade` has no file system to mount.",
     );

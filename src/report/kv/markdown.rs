@@ -56,7 +56,7 @@ fn intro(md: &mut String, model: Model, command: &str, date: &str) {
                instructions the first time a message accesses a 64 KiB Wasm page of heap or stable memory,\n  \
                and {write} more the first time it writes one; and a benchmark is one query, whose setup has\n  \
                already touched the pages its iterations use. [mainnet.md](mainnet.md) prices every iteration as\n  \
-               the message of its own it would be on mainnet, and the README's per-call table measures whole\n  \
+               the message of its own it would be on mainnet, and [per-call.md](per-call.md)'s table measures whole\n  \
                `kv_put` and `kv_get` messages under both.\n",
             stable_fee = grouped(ic::page_fees::CANBENCH_STABLE_WRITE),
             access = grouped(ic::page_fees::ACCESS),
@@ -69,8 +69,8 @@ fn intro(md: &mut String, model: Model, command: &str, date: &str) {
                priced as the message of its own it would be on mainnet (the tracker starts afresh at each).\n  \
                canbench's figures leave these charges out (its PocketIC 13 charges {stable_fee} instructions\n  \
                per 4 KiB stable page a message writes first, nothing for the heap); they stand beside\n  \
-               mainnet's, with the pages, on [the site's page](site/kv.html#benchmarks), and the README's\n  \
-               per-call table measures whole `kv_put` and `kv_get` messages under both.\n",
+               mainnet's, with the pages, on [the site's page](site/kv.html#benchmarks), and\n  \
+               [per-call.md](per-call.md)'s table measures whole `kv_put` and `kv_get` messages under both.\n",
             stable_fee = grouped(ic::page_fees::CANBENCH_STABLE_WRITE),
             access = grouped(ic::page_fees::ACCESS),
             write = grouped(ic::page_fees::WRITE),
