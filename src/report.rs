@@ -92,11 +92,19 @@ fn holder<'a>(docs: &'a [(String, String)], name: &str) -> Result<usize, String>
     }
 }
 
-/// [`splice`] in whichever of `docs` (name, text) holds `name`'s markers.
+/// [`splice`] in whichever of `docs` (name, text) holds `name`'s markers. `body` is written for
+/// the README: in a page under `docs/` its links into `docs/` lose that prefix
+/// ([`for_docs_page`]).
 pub fn splice_in(docs: &mut [(String, String)], name: &str, body: &str) -> Result<(), String> {
     let i = holder(docs, name)?;
-    docs[i].1 = splice(&docs[i].1, name, body).map_err(|e| format!("{}: {e}", docs[i].0))?;
+    let body = if docs[i].0.starts_with("docs/") { for_docs_page(body) } else { body.to_string() };
+    docs[i].1 = splice(&docs[i].1, name, &body).map_err(|e| format!("{}: {e}", docs[i].0))?;
     Ok(())
+}
+
+/// Markdown written for the README, with its links into `docs/` made relative to a page there.
+pub fn for_docs_page(markdown: &str) -> String {
+    markdown.replace("](docs/", "](")
 }
 
 /// [`fragment`] of whichever of `docs` (name, text) holds `name`'s markers.
@@ -548,6 +556,10 @@ mod tests {
         super::splice_in(&mut docs, "t", "new\n").unwrap();
         assert_eq!(docs[0].1, "x\n<!-- t:begin -->\nnew\n<!-- t:end -->\n");
         assert_eq!(super::fragment_in(&docs, "t").unwrap(), "new\n");
+        // Under docs/, a README link into docs/ is made relative to the page.
+        let mut pages = vec![doc("docs/p.md", "<!-- t:begin -->\n<!-- t:end -->\n")];
+        super::splice_in(&mut pages, "t", "[a](docs/a.md) [b](../b.md)\n").unwrap();
+        assert_eq!(super::fragment_in(&pages, "t").unwrap(), "[a](a.md) [b](../b.md)\n");
         assert!(super::splice_in(&mut docs, "u", "").unwrap_err().contains("no document"));
         docs[1].1 = docs[0].1.clone();
         assert!(super::fragment_in(&docs, "t").unwrap_err().contains("2 documents have"));

@@ -492,16 +492,16 @@ pub fn generate(
          reader of canbench's figures alone would conclude.\n"
     );
     let kv_cb = kv::generate(canbench, &|_| None, command, date);
-    let _ = writeln!(md, "### IC DbWeight\n\n{}", kv_cb.readme_dbweight);
-    let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", kv_cb.patterns);
+    let _ = writeln!(md, "### IC DbWeight\n\n{}", super::for_docs_page(&kv_cb.readme_dbweight));
+    let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", super::for_docs_page(&kv_cb.patterns));
     let rep_cb = super::generate(&measured(canbench), canbench.model(), None, command, date);
-    let _ = writeln!(md, "### Pragma profiles\n\n{}", rep_cb.readme_profiles);
+    let _ = writeln!(md, "### Pragma profiles\n\n{}", super::for_docs_page(&rep_cb.readme_profiles));
     let sys_cb = sysrepo::generate(canbench, command, date);
-    let _ = writeln!(md, "### sysrepo\n\n{}", sys_cb.readme);
+    let _ = writeln!(md, "### sysrepo\n\n{}", super::for_docs_page(&sys_cb.readme));
     let vfs_cb = super::vfs::generate(canbench, command, date);
-    let _ = writeln!(md, "### ic-rusqlite against ic-sqlite-vfs\n\n{}", vfs_cb.readme);
+    let _ = writeln!(md, "### ic-rusqlite against ic-sqlite-vfs\n\n{}", super::for_docs_page(&vfs_cb.readme));
     let scaling_cb = super::scaling::generate(canbench, command, date);
-    let _ = writeln!(md, "### Scaling\n\n{}", scaling_cb.readme);
+    let _ = writeln!(md, "### Scaling\n\n{}", super::for_docs_page(&scaling_cb.readme));
 
     let mut readme = String::new();
     let _ = writeln!(
