@@ -40,6 +40,53 @@ pub struct Measured {
     pub stable_memory_increase: u64,
 }
 
+/// Which replica's pricing a results file follows: its instructions, and the words a report uses
+/// for them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Model {
+    /// canbench 0.7 on PocketIC 13, whose replica predates the IC's memory tracker
+    /// (`canbench_results.yml`, which real canbench reproduces).
+    #[default]
+    Canbench,
+    /// Mainnet since the memory tracker (the runner's `ic` cost model, `mainnet_results.yml`: its
+    /// top-level `model` starts with `ic`).
+    Mainnet,
+}
+
+impl Model {
+    /// The results file of the ic-rusqlite canister in this model (its `vfs/` twin has the same
+    /// name).
+    pub fn file(self) -> &'static str {
+        match self {
+            Model::Canbench => "canbench_results.yml",
+            Model::Mainnet => "mainnet_results.yml",
+        }
+    }
+
+    /// The model in a few words, for a report's opening line.
+    pub fn described(self) -> String {
+        match self {
+            Model::Canbench => {
+                "canbench's model: the replica of PocketIC 13, which predates the IC's memory tracker".into()
+            }
+            Model::Mainnet => format!(
+                "mainnet's pricing since the IC's memory tracker: the runner's `ic` model, {} instructions per 64 KiB \
+                 page of heap or stable memory a message first accesses and {} more per page it first writes",
+                stablebench_grid::grouped(stablebench_grid::ic::page_fees::ACCESS),
+                stablebench_grid::grouped(stablebench_grid::ic::page_fees::WRITE)
+            ),
+        }
+    }
+
+    /// Whose figures these are: `canbench's` or `mainnet's`.
+    pub fn whose(self) -> &'static str {
+        match self {
+            Model::Canbench => "canbench's",
+            Model::Mainnet => "mainnet's",
+        }
+    }
+}
+
 /// Prices used for costs, with their source and date (declared once in the grid crate).
 pub use stablebench_grid::ic::prices;
 
@@ -77,7 +124,7 @@ pub const MARKED_DOCS: [&str; 6] = [
 
 /// The one document of `docs` (name, text) that holds `name`'s markers; an error if none or
 /// several do.
-fn holder<'a>(docs: &'a [(String, String)], name: &str) -> Result<usize, String> {
+fn holder(docs: &[(String, String)], name: &str) -> Result<usize, String> {
     let begin = format!("<!-- {name}:begin -->\n");
     let holders: Vec<usize> = (0..docs.len()).filter(|&i| docs[i].1.contains(&begin)).collect();
     match holders[..] {
@@ -357,7 +404,7 @@ pub struct Beside<'a> {
 /// produced; `date` when.
 pub fn generate(
     results: &BTreeMap<String, Measured>,
-    model: self::results::Model,
+    model: Model,
     beside: Option<Beside<'_>>,
     command: &str,
     date: &str,

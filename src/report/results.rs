@@ -8,6 +8,8 @@ use std::fmt;
 use stablebench_grid::cells::{self, Backend, Cell, Op};
 use stablebench_grid::profiles::Profile;
 
+pub use super::Model;
+
 /// One canbench measurement: a benchmark's total or one of its scopes (canbench 0.7 fields).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Measurement {
@@ -54,53 +56,6 @@ impl fmt::Display for UnknownCells {
 }
 
 impl std::error::Error for UnknownCells {}
-
-/// Which replica's pricing a results file follows: its instructions, and the words a report uses
-/// for them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Model {
-    /// canbench 0.7 on PocketIC 13, whose replica predates the IC's memory tracker
-    /// (`canbench_results.yml`, which real canbench reproduces).
-    #[default]
-    Canbench,
-    /// Mainnet since the memory tracker (the runner's `ic` cost model, `mainnet_results.yml`: its
-    /// top-level `model` starts with `ic`).
-    Mainnet,
-}
-
-impl Model {
-    /// The results file of the ic-rusqlite canister in this model (its `vfs/` twin has the same
-    /// name).
-    pub fn file(self) -> &'static str {
-        match self {
-            Model::Canbench => "canbench_results.yml",
-            Model::Mainnet => "mainnet_results.yml",
-        }
-    }
-
-    /// The model in a few words, for a report's opening line.
-    pub fn described(self) -> String {
-        match self {
-            Model::Canbench => {
-                "canbench's model: the replica of PocketIC 13, which predates the IC's memory tracker".into()
-            }
-            Model::Mainnet => format!(
-                "mainnet's pricing since the IC's memory tracker: the runner's `ic` model, {} instructions per 64 KiB \
-                 page of heap or stable memory a message first accesses and {} more per page it first writes",
-                stablebench_grid::grouped(stablebench_grid::ic::page_fees::ACCESS),
-                stablebench_grid::grouped(stablebench_grid::ic::page_fees::WRITE)
-            ),
-        }
-    }
-
-    /// Whose figures these are: `canbench's` or `mainnet's`.
-    pub fn whose(self) -> &'static str {
-        match self {
-            Model::Canbench => "canbench's",
-            Model::Mainnet => "mainnet's",
-        }
-    }
-}
 
 /// Measured records, each attached to its [`Cell`], in the grid's order.
 #[derive(Clone, Debug, Default)]
