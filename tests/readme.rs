@@ -162,8 +162,10 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     // Each report opens with what mainnet changes for it.
     let answers = mainnet::answers(&results, &ic);
     let of = |topic| answers.iter().filter(|a| a.topic == topic).cloned().collect::<Vec<_>>();
+    // ...and closes with every one of its benchmarks under both models, with the pages.
     let lead = |markdown: &str, on_page: fn(&Cell) -> bool, answers: &[mainnet::Answer], section, site_page| {
-        mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section, site_page))
+        let led = mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section, site_page));
+        mainnet::with_section(&led, &mainnet::both_models_section(&results, &ic, &pages, on_page))
     };
     // (The pragma and key-value reports show the ic-rusqlite canister's cells; their site pages
     // add the ic-sqlite-vfs ones.)

@@ -229,6 +229,50 @@ pub fn with_lead(markdown: &str, lead: &str) -> String {
     format!("{title}\n\n{lead}\n{}", rest.trim_start_matches('\n'))
 }
 
+/// The closing section of a report: every benchmark on its page (`on_page`), mainnet's figure per
+/// call with canbench's and the pages beside it, in the grid's order.
+pub fn both_models_section(
+    canbench: &Results,
+    ic: &Results,
+    pages: &BTreeMap<String, PageCounts>,
+    on_page: impl Fn(&Cell) -> bool,
+) -> String {
+    let rows: Vec<Row> = canbench
+        .iter()
+        .filter(|(cell, _)| on_page(cell))
+        .filter_map(|(cell, _)| row(cell, canbench, ic, pages))
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "## Every benchmark of this report, both ways
+
+\
+         Per call (the total over the calls a benchmark records, divided by them): mainnet's figure, \
+         canbench's, and the 64 KiB pages one call accessed / wrote, which mainnet charges \
+         ({access} and {write} instructions) and canbench's PocketIC does not see.
+
+{}",
+        per_call_table(&rows),
+        access = grouped(page_fees::ACCESS),
+        write = grouped(page_fees::WRITE),
+    )
+}
+
+/// `markdown` (a report) with `section` appended, one blank line between them.
+pub fn with_section(markdown: &str, section: &str) -> String {
+    if section.is_empty() {
+        return markdown.to_string();
+    }
+    format!(
+        "{}
+
+{section}",
+        markdown.trim_end_matches('\n')
+    )
+}
+
 /// What `generate` writes.
 #[derive(Clone, Debug)]
 pub struct MainnetReport {
@@ -288,7 +332,7 @@ fn versus_table(canbench: &Results, ic: &Results, a: Profile, b: Profile) -> Str
 
 fn per_call_table(rows: &[Row]) -> String {
     let mut t = String::from(
-        "| benchmark | canbench per call | mainnet per call | mainnet / canbench | pages accessed / written per call |\n|---|--:|--:|--:|--:|\n",
+        "| benchmark | mainnet per call | canbench per call | mainnet / canbench | pages accessed / written per call |\n|---|--:|--:|--:|--:|\n",
     );
     for r in rows {
         let per = |v: u64| grouped(v / r.calls);
@@ -306,8 +350,8 @@ fn per_call_table(rows: &[Row]) -> String {
             t,
             "| {} | {} | {} | {:.1}× | {pages} |",
             r.what,
-            per(r.canbench),
             per(r.mainnet),
+            per(r.canbench),
             r.mainnet as f64 / r.canbench.max(1) as f64
         );
     }
@@ -316,11 +360,11 @@ fn per_call_table(rows: &[Row]) -> String {
 
 fn answers_table(answers: &[Answer]) -> String {
     let mut t = String::from(
-        "| question | canbench (PocketIC 13) | mainnet (since the memory tracker) | |\n|---|---|---|---|\n",
+        "| question | mainnet (since the memory tracker) | canbench (PocketIC 13) | |\n|---|---|---|---|\n",
     );
     for a in answers {
-        let verdict = if a.changed() { "**changed**" } else { "same" };
-        let _ = writeln!(t, "| {} | {} | {} | {verdict} |", a.question, a.canbench, a.mainnet);
+        let verdict = if a.changed() { "**differs**" } else { "same" };
+        let _ = writeln!(t, "| {} | {} | {} | {verdict} |", a.question, a.mainnet, a.canbench);
     }
     t
 }
@@ -334,7 +378,7 @@ fn phases_table(
 ) -> String {
     let size = NODESTORE_SIZES.into_iter().max().unwrap_or(0);
     let mut t = String::from(
-        "| benchmark | phase | canbench | mainnet | mainnet / canbench | pages accessed / written |\n|---|---|--:|--:|--:|--:|\n",
+        "| benchmark | phase | mainnet | canbench | mainnet / canbench | pages accessed / written |\n|---|---|--:|--:|--:|--:|\n",
     );
     for b in BACKENDS {
         let Some((cell, c)) = canbench.find(Op::NodeStore, size, b) else { continue };
@@ -349,8 +393,8 @@ fn phases_table(
                 t,
                 "| `{}` | `{phase}` | {} | {} | {:.1}× | {pages} |",
                 cell.name(),
-                grouped(m.instructions),
                 grouped(mi.instructions),
+                grouped(m.instructions),
                 mi.instructions as f64 / m.instructions.max(1) as f64
             );
         }
@@ -445,7 +489,7 @@ pub fn generate(
     let _ = writeln!(
         md,
         "Over the {n_cells} benchmarks priced both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
-         canbench's. {changed} of the {} answers below change.\n",
+         canbench's. {changed} of the {} answers below differ between the two.\n",
         answers.len()
     );
     let _ = writeln!(md, "## The answers, under each model\n");
@@ -509,7 +553,7 @@ pub fn generate(
         "Mainnet has charged since August 2026 for each 64 KiB page a message touches ({access} \
          instructions per page accessed, {write} more per page written); canbench's PocketIC does \
          not. Priced both ways ({date}), mainnet's figure is {lo:.2}× to {hi:.0}× canbench's, \
-         and {changed} of {} answers change ([docs/mainnet.md](docs/mainnet.md)):\n",
+         and {changed} of {} answers differ ([docs/mainnet.md](docs/mainnet.md)):\n",
         answers.len(),
         access = grouped(page_fees::ACCESS),
         write = grouped(page_fees::WRITE),
