@@ -6,8 +6,18 @@
 #
 # writes target/site/compare.html (every benchmark that moved by canbench's 2% noise threshold or
 # more, largest first, and the new ones). scripts/test.sh writes it after the grid's --check run.
+#
+# STABLEBENCH_REPORT: a stablebench-report binary already built (scripts/test.sh passes the one its
+# workspace tests built: their dev-dependency enables the `report` feature, so they build it too;
+# building it again here with the package's own feature set recompiled nine crates, 24 s on 2
+# cores in a fresh clone).
 source "$(dirname "$0")/lib.sh"
 
-ensure_rust
-cargo build --locked --release --features report --bin stablebench-report >&2
-"$ROOT/target/release/stablebench-report" compare "$@"
+report=${STABLEBENCH_REPORT:-}
+if [ -z "$report" ]; then
+  ensure_rust
+  cargo build --locked --release --features report --bin stablebench-report >&2
+  report=$ROOT/target/release/stablebench-report
+fi
+[ -x "$report" ] || die "stablebench-report $report is not an executable"
+"$report" compare "$@"

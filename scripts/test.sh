@@ -70,6 +70,10 @@ cargo test --workspace --locked --release --doc
 # the grid below, instead of a third build with the runner's own feature set.
 export STABLEBENCH_RUNNER=$ROOT/target/release/stablebench-runner
 [ -x "$STABLEBENCH_RUNNER" ] || die "the workspace tests did not build $STABLEBENCH_RUNNER"
+# The same for the compare page's stablebench-report (tests/readme.rs's dev-dependency enables the
+# `report` feature it requires), instead of a build with the package's own feature set.
+export STABLEBENCH_REPORT=$ROOT/target/release/stablebench-report
+[ -x "$STABLEBENCH_REPORT" ] || die "the workspace tests did not build $STABLEBENCH_REPORT"
 # (The benchmark canister's interface is checked against canister/stablebench_bench.did on its
 # wasm, by runner/tests/interfaces.rs above: no second native build with feature canbench.)
 
