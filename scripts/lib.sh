@@ -94,7 +94,7 @@ ensure_cargo_tool() {
 # binaryen's C++: most of a `cargo install wasi2ic` (5 min 49 s on a new machine, 2026-11-26). This
 # builds the published crate (its SHA-256 checked: crates.io's checksum, WASI2IC_CRATE_SHA256) with
 # `default-features = false` on ic-wasm and the crate's own Cargo.lock (cargo drops the entries
-# nothing uses any more; every other version stays as locked): 1 min 58 s on 2 cores, and it
+# nothing uses any more; every other version stays as locked): about 100 s on 2 cores, and it
 # converts both wasm files of scripts/build.sh to byte-identical output (`cmp` against the
 # `cargo install` build, 2026-11-27). Falls back to `cargo install` if the download or build fails.
 ensure_wasi2ic() {

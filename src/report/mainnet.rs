@@ -246,31 +246,23 @@ pub fn both_models_section(
         return String::new();
     }
     format!(
-        "## Every benchmark of this report, both ways
-
-\
+        "## Every benchmark of this report, both ways\n\n\
          Per call (the total over the calls a benchmark records, divided by them): mainnet's figure, \
          canbench's, and the 64 KiB pages one call accessed / wrote, which mainnet charges \
-         ({access} and {write} instructions) and canbench's PocketIC does not see.
-
-{}",
+         ({access} and {write} instructions) and canbench's PocketIC does not see.\n\n{}",
         per_call_table(&rows),
         access = grouped(page_fees::ACCESS),
         write = grouped(page_fees::WRITE),
     )
 }
 
-/// `markdown` (a report) with `section` appended, one blank line between them.
+/// `markdown` (a report) with `section` appended, one blank line between them (unchanged if
+/// `section` is empty).
 pub fn with_section(markdown: &str, section: &str) -> String {
     if section.is_empty() {
         return markdown.to_string();
     }
-    format!(
-        "{}
-
-{section}",
-        markdown.trim_end_matches('\n')
-    )
+    format!("{}\n\n{section}", markdown.trim_end_matches('\n'))
 }
 
 /// What `generate` writes.

@@ -101,8 +101,10 @@ impl Results {
         let mut named = BTreeMap::new();
         let mut models = Vec::new();
         for text in texts {
-            models.push(Results::model_of(text)?);
-            for (name, record) in Results::named_records(text)? {
+            let yml: serde_yaml::Value =
+                serde_yaml::from_str(text).map_err(|e| format!("canbench_results.yml: {e}"))?;
+            models.push(Results::model_of(&yml));
+            for (name, record) in Results::named_records(&yml)? {
                 if named.insert(name.clone(), record).is_some() {
                     return Err(format!("{name} is in two results files"));
                 }
@@ -115,16 +117,14 @@ impl Results {
         Results::new(named).map(|r| r.with_model(model)).map_err(|e| format!("{}: {e}", model.file()))
     }
 
-    fn model_of(text: &str) -> Result<Model, String> {
-        let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("a results file: {e}"))?;
-        Ok(match yml["model"].as_str() {
+    fn model_of(yml: &serde_yaml::Value) -> Model {
+        match yml["model"].as_str() {
             Some(m) if m.starts_with("ic") => Model::Mainnet,
             _ => Model::Canbench,
-        })
+        }
     }
 
-    fn named_records(text: &str) -> Result<BTreeMap<String, Record>, String> {
-        let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("canbench_results.yml: {e}"))?;
+    fn named_records(yml: &serde_yaml::Value) -> Result<BTreeMap<String, Record>, String> {
         let benches =
             yml["benches"].as_mapping().ok_or_else(|| "canbench_results.yml has no `benches` map".to_string())?;
         let measurement = |m: &serde_yaml::Value| {
