@@ -197,6 +197,13 @@ pub fn engine() -> &'static Engine {
         c.wasm_memory64(true);
         c.max_wasm_stack(WASM_STACK);
         c.async_stack_size(WASM_STACK + (1 << 20));
+        // Memories of the runner's own, so that a tracked heap grows protected (crate::faults).
+        #[cfg(unix)]
+        if crate::faults::counting() {
+            c.with_host_memory(Arc::new(crate::faults::Creator));
+            // (wasmtime's copy-on-write images need its own memories.)
+            c.memory_init_cow(false);
+        }
         Engine::new(&c).expect("wasmtime engine")
     })
 }
@@ -237,7 +244,7 @@ impl Code {
     /// are never undone (each runs in a process that ends with it), where tracking is only cost.
     /// Undoing an execution then copies the whole heap.
     pub fn with_heap_tracking(wasm: &[u8], metering: Metering, track_heap: bool) -> Result<Arc<Code>> {
-        Code::with_tracking(wasm, metering, Tracking { heap: track_heap, pages: true })
+        Code::with_tracking(wasm, metering, Tracking { heap: track_heap, pages: instrument::PageCounting::on() })
     }
 
     fn compile(wasm: Vec<u8>, info: Instrumented, metering: Metering) -> Result<Arc<Code>> {
@@ -958,9 +965,10 @@ impl Canister {
                     if let Some(hook) = store.data_mut().forked.take() {
                         let out_of_instructions = flag.get(&mut *store).unwrap_i32() == 1;
                         // The fees of the pages touched since the last counter read, as below.
-                        let r = match (r, host::collect_pages(&mut *store)) {
-                            (Ok(()), left) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
-                            (r, _) => r,
+                        let r = match (r, host::collect_pages(&mut *store), host::end_pages(&mut *store)) {
+                            (_, _, Err(lost)) => Err(wasmtime::Error::new(Trap::ContractViolation(lost))),
+                            (Ok(()), left, _) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
+                            (r, _, _) => r,
                         };
                         let trap = r.as_ref().err().map(|e| to_trap(e, out_of_instructions).to_string());
                         let h = store.data_mut();
@@ -983,9 +991,11 @@ impl Canister {
         // The fees of the pages the code touched since the last collection: a message they take
         // past its limit traps, as the replica's would have in the middle of it.
         let left = host::collect_pages(&mut self.store);
-        let r = match r {
-            Ok(()) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
-            r => r,
+        let ended = host::end_pages(&mut self.store);
+        let r = match (r, ended) {
+            (_, Err(lost)) => Err(wasmtime::Error::new(Trap::ContractViolation(lost))),
+            (Ok(()), _) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
+            (r, _) => r,
         };
         let pages = host::page_counts(&mut self.store);
         self.touched.0 = self.touched.0.plus(&pages);
@@ -1357,10 +1367,31 @@ fn try_instantiate(code: &Code, host: Host) -> Result<(Store<Host>, Instance), F
     };
     let memory = instance.get_memory(&mut store, instrument::MEMORY_EXPORT);
     let dirty = instance.get_memory(&mut store, instrument::DIRTY_EXPORT);
-    let pages = instance.get_memory(&mut store, instrument::PAGES_READ_EXPORT).map(|read| host::PageMaps {
-        read,
-        written: instance.get_memory(&mut store, instrument::PAGES_WRITTEN_EXPORT).expect("the map of pages written"),
+    let mut pages = instance.get_memory(&mut store, instrument::PAGES_READ_EXPORT).map(|read| {
+        host::PageSource::Marks(host::PageMaps {
+            read,
+            written: instance
+                .get_memory(&mut store, instrument::PAGES_WRITTEN_EXPORT)
+                .expect("the map of pages written"),
+        })
     });
+    #[cfg(unix)]
+    if let (true, Some(heap)) = (code.info.page_faults, memory) {
+        let Some(tracker) = crate::faults::tracker_of(heap.data_ptr(&store)) else {
+            let e =
+                anyhow!("pages are counted by faults, but the heap is not a memory of the runner's (crate::faults)");
+            return Err(Box::new((e, store.into_data())));
+        };
+        let handler = tracker.clone();
+        // SAFETY: the handler is async-signal-safe (`Tracker::on_fault`: atomics and mprotect),
+        // and wasmtime hands it the kernel's siginfo.
+        unsafe {
+            wasmtime::unix::StoreExt::set_signal_handler(&mut store, move |signum, info, _| {
+                handler.on_fault(signum, info)
+            });
+        }
+        pages = Some(host::PageSource::Faults(tracker));
+    }
     store.data_mut().bind(counter, memory, dirty, pages);
     Ok((store, instance))
 }

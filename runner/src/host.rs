@@ -403,8 +403,8 @@ pub struct Host {
     pub forked: Option<Box<dyn StageHook>>,
     /// Which replica's charges apply.
     pub model: CostModel,
-    /// The module's maps of heap pages read and written, if it tracks the Wasm pages it touches.
-    pages: Option<PageMaps>,
+    /// Where the heap Wasm pages the code touches are counted, if they are.
+    pages: Option<PageSource>,
     /// Which heap Wasm pages the current step has accessed (bit 0) and written (bit 1), with
     /// its counts: the host's side of the page maps.
     heap_pages: PageState,
@@ -415,6 +415,16 @@ pub struct Host {
     /// With a profiled module: attribute each Wasm page to the function that touched it first
     /// ([`crate::profile`], "Pages"). Collects the page marks at every function entry and exit.
     pub profile_pages: bool,
+}
+
+/// Where the heap Wasm pages the code touches are counted.
+#[derive(Clone, Debug)]
+pub enum PageSource {
+    /// The module marks them ([`PageMaps`]).
+    Marks(PageMaps),
+    /// The heap is protected and its faults count (`crate::faults`).
+    #[cfg(unix)]
+    Faults(std::sync::Arc<crate::faults::Tracker>),
 }
 
 /// The maps of a module that tracks the heap Wasm pages it touches (`instrument`, "Pages
@@ -722,7 +732,7 @@ impl Host {
 
     /// Binds the instance's counter global, heap and map of written heap pages (after each
     /// instantiation).
-    pub fn bind(&mut self, counter: Global, memory: Option<Memory>, dirty: Option<Memory>, pages: Option<PageMaps>) {
+    pub fn bind(&mut self, counter: Global, memory: Option<Memory>, dirty: Option<Memory>, pages: Option<PageSource>) {
         self.counter = Some(counter);
         self.memory = memory;
         self.dirty = dirty;
@@ -874,7 +884,22 @@ fn mark_written(caller: &mut Caller<'_, Host>, dst: u64, len: u64) {
 pub fn collect_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> i64 {
     let mut store = store.as_context_mut();
     let counter = store.data().counter.expect("counter bound");
-    let Some(maps) = store.data().pages else { return counter.get(&mut store).unwrap_i64() };
+    let maps = match store.data().pages.clone() {
+        None => return counter.get(&mut store).unwrap_i64(),
+        Some(PageSource::Marks(maps)) => maps,
+        #[cfg(unix)]
+        Some(PageSource::Faults(tracker)) => {
+            let (access_fee, write_fee) = store.data().page_fees();
+            let (mut accessed, mut written) = (0u64, 0u64);
+            let host = store.data_mut();
+            tracker.drain(|p, bits| {
+                let (a, w) = host.heap_pages.mark(p, bits);
+                accessed += u64::from(a);
+                written += u64::from(w);
+            });
+            return charge_pages(&mut store, counter, accessed * access_fee + written * write_fee);
+        }
+    };
     let (access_fee, write_fee) = store.data().page_fees();
     let (mut accessed, mut written) = (0u64, 0u64);
     // The marks can only be where the heap is (and one page past it, for an access at its end).
@@ -898,10 +923,14 @@ pub fn collect_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> i6
             at += 1;
         }
     }
-    let fee = accessed * access_fee + written * write_fee;
-    let left = counter.get(&mut store).unwrap_i64().saturating_sub(fee.min(i64::MAX as u64) as i64);
+    charge_pages(&mut store, counter, accessed * access_fee + written * write_fee)
+}
+
+/// Takes the fees of newly counted pages off the counter; returns what is left.
+fn charge_pages(store: &mut wasmtime::StoreContextMut<'_, Host>, counter: Global, fee: u64) -> i64 {
+    let left = counter.get(&mut *store).unwrap_i64().saturating_sub(fee.min(i64::MAX as u64) as i64);
     if fee > 0 {
-        counter.set(&mut store, Val::I64(left)).expect("the counter is mutable");
+        counter.set(&mut *store, Val::I64(left)).expect("the counter is mutable");
     }
     left
 }
@@ -914,12 +943,35 @@ pub fn restart_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) {
     collect_pages(&mut store);
     // Marks past the heap (an access that trapped, a range that wrapped around) are never
     // collected: clear the whole maps, so that a later, larger heap does not find them.
-    if let Some(maps) = store.data().pages {
-        maps.read.data_mut(&mut store).fill(0);
-        maps.written.data_mut(&mut store).fill(0);
+    match store.data().pages.clone() {
+        Some(PageSource::Marks(maps)) => {
+            maps.read.data_mut(&mut store).fill(0);
+            maps.written.data_mut(&mut store).fill(0);
+        }
+        #[cfg(unix)]
+        Some(PageSource::Faults(tracker)) => tracker.protect(),
+        None => {}
     }
     store.data_mut().heap_pages.clear();
     store.data_mut().stable.restart_pages();
+}
+
+/// Ends an execution's page tracking, after its last collection: the heap is the host's again
+/// (with pages counted by faults, it was protected). An error if the counts were lost
+/// (`crate::faults::Tracker::take_broken`).
+pub fn end_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> Result<(), String> {
+    #[cfg(unix)]
+    if let Some(PageSource::Faults(tracker)) = store.as_context_mut().data().pages.clone() {
+        tracker.release();
+        if tracker.take_broken() {
+            return Err("counting the heap pages by faults failed: the kernel refused an mprotect (too many \
+                        mappings? see vm.max_map_count); run with STABLEBENCH_PAGE_MARKS=1 to count them by marks"
+                .into());
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = store;
+    Ok(())
 }
 
 /// The Wasm pages touched since page tracking last started (collecting the code's marks first).
@@ -949,6 +1001,11 @@ fn touch_heap(caller: &mut Caller<'_, Host>, at: u64, len: u64, bits: u8) -> Hos
         let (a, w) = caller.data_mut().heap_pages.mark(p, bits);
         accessed += u64::from(a);
         written += u64::from(w);
+    }
+    // Counted here: the host's access must not fault (and count again, or after the charge).
+    #[cfg(unix)]
+    if let Some(PageSource::Faults(tracker)) = &caller.data().pages {
+        tracker.open(at, len, bits);
     }
     charge(caller, accessed * access_fee + written * write_fee)
 }
@@ -1028,9 +1085,17 @@ fn setup_stage(c: &mut Caller<'_, Host>, line: &str) -> HostResult<()> {
         }
         Ok(Some(index)) => {
             c.data_mut().forked = Some(hook);
-            let (mem, _) = heap(c)?;
+            let (mem, host) = heap(c)?;
             let r = heap_range(mem.len(), slot, 4)?;
-            mem[r].copy_from_slice(&index.to_le_bytes());
+            // Not a page the tracker counts (the setup's own bookkeeping, which the marks never
+            // saw either).
+            match &host.pages {
+                #[cfg(unix)]
+                Some(PageSource::Faults(tracker)) => {
+                    tracker.unseen(slot, 4, || mem[r].copy_from_slice(&index.to_le_bytes()))
+                }
+                _ => mem[r].copy_from_slice(&index.to_le_bytes()),
+            }
             mark_written(c, slot, 4);
             Ok(())
         }

@@ -45,8 +45,10 @@
 //!
 //! **Pages touched** (what the IC's deterministic memory tracker charges since August 2026; see
 //! `crate::replica::memory_tracker`): the replica maps a 64 KiB Wasm page on the first fault in
-//! it and charges the page's first access and its first write. The rewritten module marks instead
-//! ([`Tracking::pages`]): two more memories, exported as [`PAGES_READ_EXPORT`] and
+//! it and charges the page's first access and its first write. On Linux the runner does the same
+//! (`crate::faults`, [`PageCounting::Faults`]): the module carries no tracking code for pages, and
+//! the host counts the faults of the protected heap. Elsewhere, or with `STABLEBENCH_PAGE_MARKS=1`
+//! ([`PageCounting::Marks`]), the rewritten module marks them: two more memories, exported as [`PAGES_READ_EXPORT`] and
 //! [`PAGES_WRITTEN_EXPORT`], hold a byte per Wasm page of memory 0, and before every load the
 //! code sets the byte of the page the load reads in the first map, before every store the byte of
 //! the page it writes in the second (one `i32.store8` of 1, no branch: the page is
@@ -133,8 +135,46 @@ pub struct Tracking {
     /// The 4 KiB heap pages written ([`DIRTY_EXPORT`]), so the host can undo an execution by
     /// copying only those.
     pub heap: bool,
-    /// The 64 KiB heap pages touched ([`PAGES_EXPORT`]): what the IC's memory tracker charges.
-    pub pages: bool,
+    /// The 64 KiB heap pages touched: what the IC's memory tracker charges.
+    pub pages: PageCounting,
+}
+
+/// Whether, and how, the 64 KiB heap pages a message touches are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageCounting {
+    /// Not counted.
+    Off,
+    /// The module marks them ([`PAGES_READ_EXPORT`], [`PAGES_WRITTEN_EXPORT`]; see the module
+    /// docs): every platform.
+    Marks,
+    /// The host counts the faults of the protected heap (`crate::faults`); the module is
+    /// rewritten as with [`PageCounting::Off`].
+    Faults,
+}
+
+impl PageCounting {
+    /// Counted, by faults where the platform supports them (`crate::faults::counting`), by marks
+    /// elsewhere.
+    pub fn on() -> PageCounting {
+        #[cfg(unix)]
+        let faults = crate::faults::counting();
+        #[cfg(not(unix))]
+        let faults = false;
+        if faults {
+            PageCounting::Faults
+        } else {
+            PageCounting::Marks
+        }
+    }
+
+    /// [`PageCounting::on`] if `on`, else [`PageCounting::Off`].
+    pub fn when(on: bool) -> PageCounting {
+        if on {
+            PageCounting::on()
+        } else {
+            PageCounting::Off
+        }
+    }
 }
 
 /// Whether to inject the metering code. `Off` keeps everything else (counter global, exports)
@@ -176,9 +216,11 @@ pub struct Instrumented {
     /// Whether the module marks the heap pages it writes in [`DIRTY_EXPORT`] (see the module
     /// docs): it has a memory and no operation the map does not follow.
     pub tracks_heap: bool,
-    /// Whether the module marks the 64 KiB heap pages it touches in [`PAGES_EXPORT`] (see the
-    /// module docs): asked for, and it defines its memory.
+    /// Whether the 64 KiB heap pages the module touches are counted (see the module docs):
+    /// asked for, and it defines its memory.
     pub tracks_pages: bool,
+    /// Whether they are counted by faults (`crate::faults`) rather than by the module's marks.
+    pub page_faults: bool,
 }
 
 /// The replica's cost of one operator (`instruction_to_cost`).
@@ -652,7 +694,7 @@ pub fn instrument(wasm: &[u8], metering: Metering) -> Result<Instrumented> {
 /// process of its own, see `crate::shared`) does not need it, and runs faster without; the counts
 /// are the same either way.
 pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Result<Instrumented> {
-    instrument_tracked(wasm, metering, Tracking { heap: track_heap, pages: false })
+    instrument_tracked(wasm, metering, Tracking { heap: track_heap, pages: PageCounting::Off })
 }
 
 /// [`instrument`], with what `tracking` asks for: the written 4 KiB heap pages if the module can
@@ -715,12 +757,14 @@ pub fn instrument_tracked(wasm: &[u8], metering: Metering, tracking: Tracking) -
         _ => None,
     };
     let dirty_map = tracked_mem.map(|_| imported_mems + defined_mems);
-    let paged_mem = match first_mem {
-        Some(m64) if tracking.pages && imported_mems == 0 && defined_mems > 0 => {
+    let counted_mem = match first_mem {
+        Some(m64) if tracking.pages != PageCounting::Off && imported_mems == 0 && defined_mems > 0 => {
             Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
         }
         _ => None,
     };
+    // The marks, unless the host counts faults instead.
+    let paged_mem = counted_mem.filter(|_| tracking.pages == PageCounting::Marks);
     // The map of pages read, then the map of pages written.
     let pages_map = paged_mem.map(|_| imported_mems + defined_mems + u32::from(dirty_map.is_some()));
     let temps = tracked_mem.is_some() || paged_mem.is_some();
@@ -1034,7 +1078,8 @@ pub fn instrument_tracked(wasm: &[u8], metering: Metering, tracking: Tracking) -
         persistent_globals,
         custom_sections,
         tracks_heap: tracked_mem.is_some(),
-        tracks_pages: paged_mem.is_some(),
+        tracks_pages: counted_mem.is_some(),
+        page_faults: counted_mem.is_some() && tracking.pages == PageCounting::Faults,
     })
 }
 

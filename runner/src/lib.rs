@@ -10,6 +10,8 @@
 pub mod canbench;
 pub mod candid_text;
 pub mod canister;
+#[cfg(unix)]
+pub mod faults;
 pub mod host;
 pub mod instrument;
 pub mod live;

@@ -552,7 +552,10 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let mainnet_path = mainnet_results_path(&results_path);
     let old_mainnet = read_mainnet_results(&mainnet_path)?.benches;
     let started = Instant::now();
-    let tracking = crate::instrument::Tracking { heap: !shared, pages: !args.no_page_counts };
+    let tracking = crate::instrument::Tracking {
+        heap: !shared,
+        pages: crate::instrument::PageCounting::when(!args.no_page_counts),
+    };
     let code = Code::from_file_tracked(&cfg.wasm_path, metering, tracking)?;
     let load = started.elapsed();
     let profile_out = if args.profile {

@@ -173,3 +173,62 @@ fn the_canister_runs_its_endpoints_with_every_execution_checked() {
     );
     assert_eq!(len.unwrap(), 20);
 }
+
+/// The heap pages counted by faults (`stablebench_runner::faults`, the default on Linux) are
+/// the pages the module's marks count, call for call, on the production canister under the ic
+/// model: a load, indexes, queries, each key-value backend, an update that traps in its
+/// transaction, an upgrade. The grid's committed results, recorded with the marks, check the
+/// same on every benchmark (`scripts/test.sh`, `--noise-threshold 0`).
+#[test]
+fn faults_count_the_pages_the_marks_count_call_for_call() {
+    use stablebench_runner::instrument::{PageCounting, Tracking};
+    use stablebench_runner::replica::CostModel;
+    if PageCounting::on() != PageCounting::Faults {
+        eprintln!("this platform counts pages by marks only: nothing to compare");
+        return;
+    }
+    // Both undo their updates and queries by the map of written pages, checked here too.
+    check_heap_tracking(true);
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench.wasm");
+    let limits = Limits { update: 200_000_000, ..Limits::PRODUCTION };
+    let opts = Options { limits, cost_model: CostModel::Ic, ..Options::default() };
+    let mut canisters = [PageCounting::Marks, PageCounting::Faults].map(|pages| {
+        let code = Code::from_file_tracked(path.as_ref(), Metering::On, Tracking { heap: true, pages }).expect("loads");
+        Canister::install(code, &unit(), opts.clone()).expect("installs").0
+    });
+    let kv = |kb: KvBackend, i: u8| {
+        candid::encode_args((kb, serde_bytes::ByteBuf::from(vec![i; 32]), serde_bytes::ByteBuf::from(vec![i; 100])))
+            .unwrap()
+    };
+    let mut calls: Vec<(&str, Vec<u8>)> = vec![
+        ("create_schema", unit()),
+        ("create_indexes", candid::encode_one(None::<u64>).unwrap()),
+        ("add_users", candid::encode_args((0u64, 2_000u64)).unwrap()),
+        ("add_orders", candid::encode_args((0u64, 5_000u64)).unwrap()),
+        ("q_stats", unit()),
+        // Stopped by the limit in the middle of its transaction: undone.
+        ("add_users", candid::encode_args((2_000u64, 100_000u64)).unwrap()),
+        ("q_stats", unit()),
+    ];
+    for kb in [KvBackend::Sqlite, KvBackend::StableBTreeMap, KvBackend::HeapBTreeMap] {
+        calls.extend((0..5).map(|i| ("kv_put", kv(kb, i))));
+        calls.push(("q_kv_len", candid::encode_one(kb).unwrap()));
+    }
+    let mut counted = 0;
+    for (method, arg) in &calls {
+        let [marks, faults] = canisters.each_mut().map(|c| match method.strip_prefix("q_") {
+            Some(q) => c.query(q, arg, default_controller()),
+            None => c.update(method, arg, default_controller()),
+        });
+        assert_eq!(faults.result, marks.result, "{method}: the same reply");
+        assert_eq!(faults.pages, marks.pages, "{method}: the same pages");
+        assert_eq!(faults.instructions, marks.instructions, "{method}: the same instructions");
+        counted += faults.pages.heap_accessed;
+    }
+    let [marks, faults] = canisters.each_mut().map(|c| {
+        let code = c.code().clone();
+        c.upgrade(code, &unit())
+    });
+    assert_eq!((faults.pages, faults.instructions), (marks.pages, marks.instructions), "upgrade");
+    assert!(counted > 100, "the calls touched {counted} heap pages: enough to compare");
+}

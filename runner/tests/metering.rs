@@ -301,11 +301,11 @@ mod memory_tracker {
     use super::*;
     use stablebench_runner::canister::Outcome;
     use stablebench_runner::host::PageCounts;
-    use stablebench_runner::instrument::Tracking;
+    use stablebench_runner::instrument::{PageCounting, Tracking};
     use stablebench_runner::replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
     use stablebench_runner::replica::CostModel;
 
-    fn install(body: &str, model: CostModel, pages: bool) -> Canister {
+    fn install(body: &str, model: CostModel, pages: PageCounting) -> Canister {
         let wat = format!("(module {IMPORTS} (memory 8) {body})");
         let wasm = wat::parse_str(&wat).expect("valid wat");
         let code = Code::with_tracking(&wasm, Metering::On, Tracking { heap: true, pages }).expect("compiles");
@@ -313,10 +313,30 @@ mod memory_tracker {
         Canister::install(code, &[], opts).expect("installs").0
     }
 
+    /// The ways this platform counts pages: the module's marks always, and the faults of the
+    /// protected heap where the runner counts by faults (`stablebench_runner::faults`). Every
+    /// case runs under each and must give the same counts.
+    fn ways() -> Vec<PageCounting> {
+        let mut ways = vec![PageCounting::Marks];
+        if PageCounting::on() == PageCounting::Faults {
+            ways.push(PageCounting::Faults);
+        }
+        ways
+    }
+
     /// Runs `calls` (update unless the name starts with `q_`) on a fresh canister in each model
-    /// (and without page tracking); checks that tracking changes no canbench count and that each
-    /// ic count is the canbench one plus the fees of `expected[i]`; returns the ic outcomes.
+    /// (and without page tracking), with the pages counted each way ([`ways`]); checks that
+    /// tracking changes no canbench count and that each ic count is the canbench one plus the
+    /// fees of `expected[i]`; returns the ic outcomes of the last way.
     fn both(body: &str, calls: &[(&str, &[u8])], expected: &[PageCounts]) -> Vec<Outcome> {
+        let mut last = Vec::new();
+        for way in ways() {
+            last = both_by(body, calls, expected, way);
+        }
+        last
+    }
+
+    fn both_by(body: &str, calls: &[(&str, &[u8])], expected: &[PageCounts], way: PageCounting) -> Vec<Outcome> {
         let run = |model, pages| {
             let mut c = install(body, model, pages);
             let anon = Principal::anonymous();
@@ -329,18 +349,18 @@ mod memory_tracker {
                 .collect::<Vec<_>>()
         };
         let (plain, canbench, ic) =
-            (run(CostModel::Canbench, false), run(CostModel::Canbench, true), run(CostModel::Ic, true));
+            (run(CostModel::Canbench, PageCounting::Off), run(CostModel::Canbench, way), run(CostModel::Ic, way));
         for (i, (m, _)) in calls.iter().enumerate() {
             assert_eq!(plain[i].instructions, canbench[i].instructions, "{m}: page tracking changes no canbench count");
-            assert_eq!(canbench[i].pages, expected[i], "{m}: pages (canbench model)");
-            assert_eq!(ic[i].pages, expected[i], "{m}: pages (ic model)");
+            assert_eq!(canbench[i].pages, expected[i], "{m}: pages (canbench model, {way:?})");
+            assert_eq!(ic[i].pages, expected[i], "{m}: pages (ic model, {way:?})");
             let update = !m.starts_with("q_");
             // Without the canbench model's 1,000 per 4 KiB stable page written.
             let stable_fee = stablebench_runner::replica::DIRTY_PAGE_FEE * canbench[i].dirtied_pages;
             assert_eq!(
                 ic[i].instructions,
                 canbench[i].instructions - stable_fee + expected[i].fee(update),
-                "{m}: the ic count is the canbench count plus the pages' fees"
+                "{m}: the ic count is the canbench count plus the pages' fees ({way:?})"
             );
         }
         ic
@@ -390,12 +410,17 @@ mod memory_tracker {
         // natural is taken at its word (see `instrument`, "Pages touched"): aligned, it cannot
         // cross a page, so only its first byte's page is marked; this one breaks its hint
         // (undefined behaviour in the Rust or C it would come from), and its second page goes
-        // unseen: the one place the runner can count fewer pages than the replica.
-        both(
-            body,
-            &[("load", &[]), ("store", &[]), ("offset", &[]), ("lying_hint", &[])],
-            &[heap(2, 0), heap(2, 2), heap(2, 0), heap(1, 0)],
-        );
+        // unseen by the marks: the one place they count fewer pages than the replica. Counted by
+        // faults, as the replica counts, the access touches both.
+        for way in ways() {
+            let lying = if way == PageCounting::Faults { heap(2, 0) } else { heap(1, 0) };
+            both_by(
+                body,
+                &[("load", &[]), ("store", &[]), ("offset", &[]), ("lying_hint", &[])],
+                &[heap(2, 0), heap(2, 2), heap(2, 0), lying],
+                way,
+            );
+        }
     }
 
     #[test]
@@ -439,6 +464,21 @@ mod memory_tracker {
     }
 
     #[test]
+    fn pages_a_message_grows_the_heap_by_are_tracked_like_the_others() {
+        // The heap has 8 pages; the message grows it by 2 and writes the second new page, reads
+        // the first: pages 9 (written) and 8 (read). Counted by faults, the new pages must come
+        // protected (`faults::Creator`), not writable as wasmtime's own memories grow them.
+        let body = r#"
+          (func (export "canister_update grow_and_touch")
+            i32.const 2 memory.grow drop
+            i32.const 589830 i32.const 1 i32.store
+            i32.const 524290 i32.load drop)
+          (func (export "canister_update touch_again")
+            i32.const 589830 i32.load drop)"#;
+        both(body, &[("grow_and_touch", &[]), ("touch_again", &[])], &[heap(2, 1), heap(1, 0)]);
+    }
+
+    #[test]
     fn a_query_pays_for_accesses_only() {
         let body = r#"
           (func (export "canister_query q_write") i32.const 70000 i32.const 1 i32.store
@@ -463,16 +503,18 @@ mod memory_tracker {
           (func (export "canister_update grow") i64.const 1 call $sgrow drop)
           (func (export "canister_update write") i64.const 0 i64.const 0 i64.const 8192 call $swrite)"#;
         let anon = Principal::anonymous();
-        let mut canbench = install(body, CostModel::Canbench, true);
-        let mut ic = install(body, CostModel::Ic, true);
-        canbench.update("grow", &[], anon);
-        ic.update("grow", &[], anon);
-        let (c, i) = (canbench.update("write", &[], anon), ic.update("write", &[], anon));
-        // Two 4 KiB stable pages at 1,000 each under canbench; under ic heap page 0 read, stable
-        // page 0 read and written, and no 1,000s.
-        let wasm_and_api = 1 + 3 + 5 + 20 + 8192;
-        assert_eq!(c.instructions, wasm_and_api + 2 * 1_000);
-        assert_eq!(i.instructions, wasm_and_api + 2 * ACCESS_FEE + WRITE_FEE);
+        for way in ways() {
+            let mut canbench = install(body, CostModel::Canbench, way);
+            let mut ic = install(body, CostModel::Ic, way);
+            canbench.update("grow", &[], anon);
+            ic.update("grow", &[], anon);
+            let (c, i) = (canbench.update("write", &[], anon), ic.update("write", &[], anon));
+            // Two 4 KiB stable pages at 1,000 each under canbench; under ic heap page 0 read,
+            // stable page 0 read and written, and no 1,000s.
+            let wasm_and_api = 1 + 3 + 5 + 20 + 8192;
+            assert_eq!(c.instructions, wasm_and_api + 2 * 1_000, "{way:?}");
+            assert_eq!(i.instructions, wasm_and_api + 2 * ACCESS_FEE + WRITE_FEE, "{way:?}");
+        }
     }
 
     #[test]
@@ -496,16 +538,18 @@ mod memory_tracker {
             i32.const 0 call $pc drop
             i32.const 200000 i32.const 8 call $append call $reply)"#;
         let anon = Principal::anonymous();
-        let run = |model| {
-            let out = install(body, model, true).update("m", &[], anon);
-            let step = u64::from_le_bytes(out.result.clone().expect("replies")[..8].try_into().unwrap());
-            (out, step)
-        };
-        let ((canbench, step_canbench), (ic, step_ic)) = (run(CostModel::Canbench), run(CostModel::Ic));
-        let first = PageCounts { heap_accessed: 2, heap_written: 1, ..Default::default() };
-        let steps = first.plus(&heap(1, 0));
-        assert_eq!(canbench.step_pages(), Some(steps));
-        assert_eq!(ic.step_pages(), Some(steps));
-        assert_eq!(step_ic, step_canbench + first.fee(true), "the counter includes the fees");
+        for way in ways() {
+            let run = |model| {
+                let out = install(body, model, way).update("m", &[], anon);
+                let step = u64::from_le_bytes(out.result.clone().expect("replies")[..8].try_into().unwrap());
+                (out, step)
+            };
+            let ((canbench, step_canbench), (ic, step_ic)) = (run(CostModel::Canbench), run(CostModel::Ic));
+            let first = PageCounts { heap_accessed: 2, heap_written: 1, ..Default::default() };
+            let steps = first.plus(&heap(1, 0));
+            assert_eq!(canbench.step_pages(), Some(steps), "{way:?}");
+            assert_eq!(ic.step_pages(), Some(steps), "{way:?}");
+            assert_eq!(step_ic, step_canbench + first.fee(true), "the counter includes the fees ({way:?})");
+        }
     }
 }
