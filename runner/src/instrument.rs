@@ -45,10 +45,11 @@
 //!
 //! **Pages touched** (what the IC's deterministic memory tracker charges since August 2026; see
 //! `crate::replica::memory_tracker`): the replica maps a 64 KiB Wasm page on the first fault in
-//! it and charges the page's first access and its first write. On Linux the runner does the same
+//! it and charges the page's first access and its first write. On Linux `bench` does the same
 //! (`crate::faults`, [`PageCounting::Faults`]): the module carries no tracking code for pages, and
-//! the host counts the faults of the protected heap. Elsewhere, or with `STABLEBENCH_PAGE_MARKS=1`
-//! ([`PageCounting::Marks`]), the rewritten module marks them: two more memories, exported as [`PAGES_READ_EXPORT`] and
+//! the host counts the faults of the protected heap. Canisters that keep their executions (many
+//! short messages), other platforms and `STABLEBENCH_PAGE_MARKS=1` use [`PageCounting::Marks`]:
+//! the rewritten module marks them. Two more memories, exported as [`PAGES_READ_EXPORT`] and
 //! [`PAGES_WRITTEN_EXPORT`], hold a byte per Wasm page of memory 0, and before every load the
 //! code sets the byte of the page the load reads in the first map, before every store the byte of
 //! the page it writes in the second (one `i32.store8` of 1, no branch: the page is
