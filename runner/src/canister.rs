@@ -972,12 +972,7 @@ impl Canister {
                     // here: its process has only this thread, and nothing to go back to.
                     if let Some(hook) = store.data_mut().forked.take() {
                         let out_of_instructions = flag.get(&mut *store).unwrap_i32() == 1;
-                        // The fees of the pages touched since the last counter read, as below.
-                        let r = match (r, host::collect_pages(&mut *store), host::end_pages(&mut *store)) {
-                            (_, _, Err(lost)) => Err(wasmtime::Error::new(Trap::ContractViolation(lost))),
-                            (Ok(()), left, _) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
-                            (r, _, _) => r,
-                        };
+                        let r = Self::end_execution(&mut *store, r);
                         let trap = r.as_ref().err().map(|e| to_trap(e, out_of_instructions).to_string());
                         let h = store.data_mut();
                         hook.finish(host::ExecutionEnd {
@@ -996,15 +991,7 @@ impl Canister {
                 .expect("the execution thread panicked")
         });
         self.store.data_mut().executing = false;
-        // The fees of the pages the code touched since the last collection: a message they take
-        // past its limit traps, as the replica's would have in the middle of it.
-        let left = host::collect_pages(&mut self.store);
-        let ended = host::end_pages(&mut self.store);
-        let r = match (r, ended) {
-            (_, Err(lost)) => Err(wasmtime::Error::new(Trap::ContractViolation(lost))),
-            (Ok(()), _) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
-            (r, _) => r,
-        };
+        let r = Self::end_execution(&mut self.store, r);
         let pages = host::page_counts(&mut self.store);
         self.touched.0 = self.touched.0.plus(&pages);
         let m = &self.store.data().measure;
@@ -1016,6 +1003,21 @@ impl Canister {
         let out_of_instructions = flag.get(&mut self.store).unwrap_i32() == 1;
         let r = r.map_err(|e| to_trap(&e, out_of_instructions));
         (r, used)
+    }
+
+    /// How an execution that returned `r` ends, once its page tracking ends (in the process that
+    /// ran it, or in a fork that measured another cell): the fees of the pages the code touched since
+    /// the last collection are charged (a message they take past its limit traps, as the replica's
+    /// would have in the middle of it), and the heap is the host's again (`host::end_pages`; an
+    /// error if the counts were lost).
+    fn end_execution(store: &mut Store<Host>, r: wasmtime::Result<()>) -> wasmtime::Result<()> {
+        let left = host::collect_pages(&mut *store);
+        let ended = host::end_pages(&mut *store);
+        match (r, ended) {
+            (_, Err(lost)) => Err(wasmtime::Error::new(Trap::ContractViolation(lost))),
+            (Ok(()), _) if left < 0 => Err(wasmtime::Error::new(Trap::OutOfInstructions)),
+            (r, _) => r,
+        }
     }
 
     /// The callback at index `fun` of the canister's function table.

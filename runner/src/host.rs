@@ -884,53 +884,50 @@ fn mark_written(caller: &mut Caller<'_, Host>, dst: u64, len: u64) {
 pub fn collect_pages(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> i64 {
     let mut store = store.as_context_mut();
     let counter = store.data().counter.expect("counter bound");
-    let maps = match store.data().pages.clone() {
-        None => return counter.get(&mut store).unwrap_i64(),
-        Some(PageSource::Marks(maps)) => maps,
-        #[cfg(unix)]
-        Some(PageSource::Faults(tracker)) => {
-            let (access_fee, write_fee) = store.data().page_fees();
-            let (mut accessed, mut written) = (0u64, 0u64);
-            let host = store.data_mut();
-            tracker.drain(|p, bits| {
-                let (a, w) = host.heap_pages.mark(p, bits);
-                accessed += u64::from(a);
-                written += u64::from(w);
-            });
-            return charge_pages(&mut store, counter, accessed * access_fee + written * write_fee);
-        }
-    };
     let (access_fee, write_fee) = store.data().page_fees();
     let (mut accessed, mut written) = (0u64, 0u64);
-    // The marks can only be where the heap is (and one page past it, for an access at its end).
-    let heap_pages = store.data().memory.map_or(0, |m| m.data_size(&store) as u64 / WASM_PAGE) as usize + 1;
-    for (map, bits) in [(maps.read, 1u8), (maps.written, 3u8)] {
-        let (data, host) = map.data_and_store_mut(&mut store);
-        let end = heap_pages.min(data.len());
-        let mut at = 0;
-        while at < end {
-            // Eight entries at a time: most are zero.
-            if at + 8 <= end && u64::from_ne_bytes(data[at..at + 8].try_into().expect("eight bytes")) == 0 {
-                at += 8;
-                continue;
+    let mut count = |heap_pages: &mut PageState, p: u64, bits: u8| {
+        let (a, w) = heap_pages.mark(p, bits);
+        accessed += u64::from(a);
+        written += u64::from(w);
+    };
+    match &store.data().pages {
+        None => return counter.get(&mut store).unwrap_i64(),
+        Some(PageSource::Marks(maps)) => {
+            let maps = *maps;
+            // The marks can only be where the heap is (and one page past it, for an access at
+            // its end).
+            let heap_pages = store.data().memory.map_or(0, |m| m.data_size(&store) as u64 / WASM_PAGE) as usize + 1;
+            for (map, bits) in [(maps.read, 1u8), (maps.written, 3u8)] {
+                let (data, host) = map.data_and_store_mut(&mut store);
+                let end = heap_pages.min(data.len());
+                let mut at = 0;
+                while at < end {
+                    // Eight entries at a time: most are zero.
+                    if at + 8 <= end && u64::from_ne_bytes(data[at..at + 8].try_into().expect("eight bytes")) == 0 {
+                        at += 8;
+                        continue;
+                    }
+                    if data[at] != 0 {
+                        data[at] = 0;
+                        count(&mut host.heap_pages, at as u64, bits);
+                    }
+                    at += 1;
+                }
             }
-            if data[at] != 0 {
-                data[at] = 0;
-                let (a, w) = host.heap_pages.mark(at as u64, bits);
-                accessed += u64::from(a);
-                written += u64::from(w);
-            }
-            at += 1;
+        }
+        #[cfg(unix)]
+        Some(PageSource::Faults(_)) => {
+            let Host { pages: Some(PageSource::Faults(tracker)), heap_pages, .. } = store.data_mut() else {
+                unreachable!("matched above")
+            };
+            tracker.drain(|p, bits| count(heap_pages, p, bits));
         }
     }
-    charge_pages(&mut store, counter, accessed * access_fee + written * write_fee)
-}
-
-/// Takes the fees of newly counted pages off the counter; returns what is left.
-fn charge_pages(store: &mut wasmtime::StoreContextMut<'_, Host>, counter: Global, fee: u64) -> i64 {
-    let left = counter.get(&mut *store).unwrap_i64().saturating_sub(fee.min(i64::MAX as u64) as i64);
+    let fee = accessed * access_fee + written * write_fee;
+    let left = counter.get(&mut store).unwrap_i64().saturating_sub(fee.min(i64::MAX as u64) as i64);
     if fee > 0 {
-        counter.set(&mut *store, Val::I64(left)).expect("the counter is mutable");
+        counter.set(&mut store, Val::I64(left)).expect("the counter is mutable");
     }
     left
 }
