@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The README's test command, and what CI runs (.ci/run): checks formatting and lints, builds both wasm files the way users
 # build them, checks them, runs every test of the workspace (in release mode: the runner's tests
-# execute canister wasm, and the release artifacts are shared with scripts/bench.sh), then runs
-# every benchmark of the grid through the offline runner. Each benchmark checks its result
+# execute canister wasm, and the release artifacts are shared with scripts/bench.sh), opens the
+# results site in headless Chromium (scripts/site-check.sh), then runs every benchmark of the grid
+# through the offline runner. Each benchmark checks its result
 # against its oracle, and --check fails if canbench_results.yml is stale.
 source "$(dirname "$0")/lib.sh"
 
@@ -88,6 +89,11 @@ done
 # The second run's cost table: one call per method, nothing added.
 grep -q '^| add_users | 1 | 0 |' "$load_log" && grep -q '^| add_orders | 1 | 0 |' "$load_log" \
   || die "the second scripts/load.sh run added rows: $(cat "$load_log")"
+
+log "opening the results site in headless Chromium (every page loads, logs nothing, misses no file)"
+# Installs Debian's chromium if it is missing (about 35 s on a fresh machine; the check itself about
+# 15 s). Screenshots go to target/, not over the committed ones in docs/site/screenshots/.
+"$ROOT/scripts/site-check.sh" --shots "$ROOT/target/site/screenshots"
 
 log "running every benchmark of the grid (offline runner, checked against canbench_results.yml and vfs/canbench_results.yml)"
 # --csv: canbench's CSV of this run against the committed results, which becomes

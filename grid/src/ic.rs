@@ -151,11 +151,14 @@ pub mod prices {
     /// `gib_storage_per_second_fee`, "4 SDR per GiB per year". Third-party summaries of a later
     /// revision show 317,500 ("10 SDR per GiB per year"); check the current file before budgeting.
     pub const GIB_STORAGE_PER_SECOND_CYCLES: u64 = 127_000;
-    /// USD per trillion cycles: 1 T cycles = 1 XDR (the cycles peg), and 1 XDR = 1.35 USD on
-    /// [`RATE_DATE`] (the IMF's XDR rate of that day).
-    pub const USD_PER_TRILLION_CYCLES: f64 = 1.35;
+    /// USD per trillion cycles: 1 T cycles = 1 XDR (the cycles peg), and 1 XDR = 1.3561 USD on
+    /// [`RATE_DATE`]: the IMF's "currency units per SDR" for the U.S. dollar on 30 June 2026, as
+    /// Business Recorder reprinted the IMF's table on 2026-07-01
+    /// (<https://www.brecorder.com/news/amp/40428073>; the IMF's own page,
+    /// imf.org "SDR valuation", was not reachable from where this was read).
+    pub const USD_PER_TRILLION_CYCLES: f64 = 1.3561;
     /// When the XDR rate was taken.
-    pub const RATE_DATE: &str = "2025-05-22";
+    pub const RATE_DATE: &str = "2026-06-30";
     /// When the fees above were read from the source.
     pub const FEES_READ: &str = "2026-11-23";
     /// Cycles per inter-canister call, request and response (13 nodes): `xnet_call_fee`.
