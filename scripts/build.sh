@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one build path (dfx.json, canbench.yml, CI and the README call it).
 #
-#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|all]      (default: production)
+#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all]
+#                                                                       (default: production)
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
 #               candid:service metadata, checked against canister/stablebench.did.
@@ -16,14 +17,22 @@
 #               (vfs/canbench.yml).
 # examples   -> target/canister/example_sqlite.wasm (examples/sqlite: the recommended settings in a
 #               canister to copy; wasm32-wasip1 and wasi2ic, like the production canister) and
-#               example_maps.wasm (examples/maps: StableBTreeMap and a heap map; wasm32-unknown-unknown).
+#               example_maps.wasm (examples/maps: StableBTreeMap and a heap map; wasm32-unknown-unknown);
+#               example_sqlite and example_maps build one of them (icp.yaml's build steps).
+# Builds run one at a time (a lock in target/): icp-cli builds every canister of icp.yaml at once.
 source "$(dirname "$0")/lib.sh"
 
 variant=${1:-production}
 case "$variant" in
-  production|bench|vfs|vfs_bench|examples|all) ;;
-  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples or all)" ;;
+  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all) ;;
+  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps or all)" ;;
 esac
+
+# One build at a time: two would race on the tools' installation and on the files of $OUT_DIR
+# (cargo serializes its own builds, not the steps around them).
+mkdir -p "$ROOT/target"
+exec 9>"$ROOT/target/.build.lock"
+flock 9
 
 ensure_rust
 WASI2IC=$(ensure_wasi2ic)
@@ -114,10 +123,11 @@ if [ "$variant" = vfs_bench ] || [ "$variant" = all ]; then
   build_vfs stablebench_vfs_bench --features canbench
   check_and_embed stablebench_vfs_bench vfs/stablebench_vfs.did
 fi
-if [ "$variant" = examples ] || [ "$variant" = all ]; then
-  for example in sqlite maps; do
-    build_example "$example"
-    check_and_embed "example_$example" "examples/$example/example_$example.did"
-  done
-fi
+for example in sqlite maps; do
+  case $variant in
+    examples | all | "example_$example")
+      build_example "$example"
+      check_and_embed "example_$example" "examples/$example/example_$example.did" ;;
+  esac
+done
 log "done: $(cd "$OUT_DIR" && ls -1 *.wasm* | tr '\n' ' ')"

