@@ -162,12 +162,16 @@ ensure_ic_wasm() {
 
 # Prints the path of icp-cli $ICP_CLI_VERSION: the prebuilt binary DFINITY publishes on npm
 # (@icp-sdk/icp-cli-linux-x64, from dfinity/icp-cli's release tag), its tarball checked against
-# ICP_CLI_TGZ_SHA256. Linux x86-64 with npm only: elsewhere install icp-cli as its docs say
-# (npm install -g @icp-sdk/icp-cli, Homebrew, or the release's installer).
+# ICP_CLI_TGZ_SHA256, or an `icp` of that version on PATH. Linux x86-64 with npm only: elsewhere
+# install icp-cli as its docs say (npm install -g @icp-sdk/icp-cli, Homebrew, or the release's
+# installer).
 ensure_icp() {
   local root=$TOOLS_DIR/icp-cli-$ICP_CLI_VERSION
   local bin=$root/bin/icp
   if [ -x "$bin" ]; then echo "$bin"; return; fi
+  if command -v icp >/dev/null && icp --version 2>/dev/null | grep -qx "icp $ICP_CLI_VERSION"; then
+    command -v icp; return
+  fi
   [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] \
     || die "icp-cli from npm is installed here for Linux x86-64 only: install icp $ICP_CLI_VERSION yourself (https://github.com/dfinity/icp-cli)"
   command -v npm >/dev/null || die "npm is not installed (icp-cli comes from npm: @icp-sdk/icp-cli-linux-x64)"

@@ -16,7 +16,7 @@
 //! reports the pages each message dirtied.
 //!
 //! The figures are committed in `chia_pages_results.yml` (docs/chia.md quotes them); this test
-//! fails when a rerun differs by more than 2%. Regenerate with
+//! fails when a rerun differs from them at all (the runner is deterministic). Regenerate with
 //! `STABLEBENCH_REGENERATE_CHIA_PAGES=1 cargo test --release -p stablebench-runner --test chia_pages`
 //! (`scripts/report.sh` does).
 
@@ -151,17 +151,10 @@ fn pages_dirtied_per_coin_match_the_committed_results() {
         measured.cells.keys().collect::<Vec<_>>(),
         "regenerate chia_pages_results.yml"
     );
-    let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
     for (name, m) in &measured.cells {
         let c = &committed.cells[name];
         for (what, a, b) in [("bulk", &m.bulk, &c.bulk), ("single", &m.single, &c.single)] {
-            assert!(
-                a.coins == b.coins
-                    && close(a.dirtied_pages, b.dirtied_pages)
-                    && close(a.instructions, b.instructions)
-                    && close(a.message_instructions, b.message_instructions),
-                "{name} {what}: measured {a:?}, committed {b:?}: regenerate chia_pages_results.yml"
-            );
+            assert_eq!(a, b, "{name} {what}: measured, committed: regenerate chia_pages_results.yml");
         }
     }
 }

@@ -174,8 +174,8 @@ fn the_sqlite_example_installed_without_a_limit_keeps_the_recommended_cache() {
 }
 
 /// `body`, docs/use-in-your-canister.md's fragment between `<!-- name:begin -->` and `<!-- name:end -->`: written
-/// with `STABLEBENCH_REGENERATE_EXAMPLES=1`, else compared: the same text, every number within 2%
-/// (the page quotes one run; canbench's noise threshold).
+/// with `STABLEBENCH_REGENERATE_EXAMPLES=1`, else compared: the same text and every number the
+/// same (the runner is deterministic).
 fn readme_fragment(name: &str, body: &str) {
     static README_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _guard = README_LOCK.lock().unwrap_or_else(|e| e.into_inner());
@@ -192,10 +192,7 @@ fn readme_fragment(name: &str, body: &str) {
     let ((have_text, have), (want_text, want)) = (numbers(have), numbers(body));
     assert_eq!(have_text, want_text, "docs/use-in-your-canister.md's {name} differs: {regenerate}");
     for (h, w) in have.iter().zip(&want) {
-        assert!(
-            (h - w).abs() <= 0.02 * w,
-            "docs/use-in-your-canister.md's {name} says {h}, measured {w}: {regenerate}"
-        );
+        assert!(h == w, "docs/use-in-your-canister.md's {name} says {h}, measured {w}: {regenerate}");
     }
 }
 

@@ -15,12 +15,17 @@
 //! mainnet too).
 //!
 //! The measured figures are committed in `per_call_results.yml` and docs/per-call.md's per-call table;
-//! this test fails when a rerun differs by more than 2% (instruction counts are deterministic, so
+//! this test fails when a rerun differs from them at all (instruction counts are deterministic, so
 //! a difference means the code or the toolchain moved). Regenerate with
 //! `STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --release -p stablebench-runner --test per_call`
 //! (`scripts/report.sh` does). With `STABLEBENCH_PER_CALL_10X=1` it measures every backend at ten
 //! times the keys too (several minutes) and regenerating rewrites those figures; without it, the
-//! committed 10x figures stay as they are. Every call also has `kv_len` and a one-entry `kv_load`.
+//! committed 10x figures stay as they are, and so do the profile sweep's
+//! (`STABLEBENCH_PER_CALL_PROFILES=1`). Figures kept that way are refused unless the SHA-256 of the
+//! wasm files recorded beside them (`wasm`) is that of the files this run would measure. In every
+//! mode, regenerating included, a put or get costs at least as much under `ic` as under
+//! `canbench` (the memory tracker only adds charges). Every call also has `kv_len` and a one-entry
+//! `kv_load`.
 
 mod common;
 use common::{bench_code, code, decode, unit, MAINNET_CHARGES};
@@ -267,7 +272,7 @@ impl Measured {
 }
 
 /// The committed file: the canbench model's figures at the top level (as before the ic model),
-/// the ic model's under `mainnet`.
+/// the ic model's under `mainnet`, and the wasm files each part was measured on.
 #[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
 struct Results {
     keys: u64,
@@ -276,7 +281,13 @@ struct Results {
     /// The same calls under the `ic` cost model, each from its own install and load.
     #[serde(default)]
     mainnet: Measured,
+    /// Per part (`1x`, `10x`, `profiles`), the SHA-256 of [`WASM_FILES`] it was measured on.
+    #[serde(default)]
+    wasm: BTreeMap<String, BTreeMap<String, String>>,
 }
+
+/// What the calls and their floors run.
+const WASM_FILES: [&str; 3] = ["stablebench.wasm", "stablebench_bench.wasm", "stablebench_vfs.wasm"];
 
 fn floor(model: CostModel) -> u64 {
     let (mut c, _) = Canister::install(code(), &unit(), options(model)).expect("installs");
@@ -642,14 +653,37 @@ fn splice(doc: &str, name: &str, body: &str) -> String {
 fn one_call_per_backend_costs_what_the_committed_results_say() {
     let ten_x = std::env::var_os("STABLEBENCH_PER_CALL_10X").is_some();
     let profiles = std::env::var_os("STABLEBENCH_PER_CALL_PROFILES").is_some();
+    let wasms = common::wasm_hashes(&WASM_FILES);
     let mut measured = Results {
         keys: DB_WEIGHT_SIZE,
         canbench: Measured::at(DB_WEIGHT_SIZE, CostModel::Canbench, ten_x),
         mainnet: Measured::at(DB_WEIGHT_SIZE, CostModel::Ic, ten_x),
+        wasm: BTreeMap::new(),
     };
+    measured.wasm.insert("1x".into(), wasms.clone());
+    if ten_x {
+        measured.wasm.insert("10x".into(), wasms.clone());
+    }
     if profiles {
         measured.canbench.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Canbench);
         measured.mainnet.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Ic);
+        measured.wasm.insert("profiles".into(), wasms.clone());
+    }
+    // What holds whatever the committed figures say: the memory tracker only adds charges.
+    let parts = |m: &Measured| -> Vec<(String, PerCall)> {
+        let ten = m.ten_x.iter().flat_map(|t| t.backends.iter().map(|(n, p)| (format!("10x {n}"), p.clone())));
+        let swept = m.profiles.iter().flat_map(|(pr, b)| b.iter().map(move |(n, p)| (format!("{pr} {n}"), p.clone())));
+        m.backends.iter().map(|(n, p)| (n.clone(), p.clone())).chain(ten).chain(swept).collect()
+    };
+    for ((name, c), (_, m)) in parts(&measured.canbench).iter().zip(parts(&measured.mainnet).iter()) {
+        assert!(
+            m.put.median >= c.put.median && m.get.median >= c.get.median,
+            "{name}: put {} / get {} under ic, less than canbench's {} / {}",
+            m.put.median,
+            m.get.median,
+            c.put.median,
+            c.get.median
+        );
     }
     for (model, m) in [("canbench", &measured.canbench), ("mainnet", &measured.mainnet)] {
         for (name, p) in m.backends.iter().chain(m.ten_x.iter().flat_map(|t| &t.backends)) {
@@ -661,6 +695,11 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         std::fs::read_to_string(RESULTS).ok().map(|s| serde_yaml::from_str(&s).expect("per_call_results.yml parses"));
     if std::env::var_os("STABLEBENCH_REGENERATE_PER_CALL").is_some() {
         if let Some(c) = committed {
+            for (part, kept) in [("10x", !ten_x), ("profiles", !profiles)] {
+                if let Some(w) = c.wasm.get(part).filter(|_| kept) {
+                    measured.wasm.insert(part.into(), w.clone());
+                }
+            }
             if !ten_x {
                 measured.canbench.ten_x = c.canbench.ten_x;
                 measured.mainnet.ten_x = c.mainnet.ten_x;
@@ -680,17 +719,24 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         return;
     }
     let committed = committed.expect("per_call_results.yml");
-    let close = |a: u64, b: u64| (a as f64 - b as f64).abs() <= 0.02 * b.max(1) as f64;
-    let same = |a: Option<u64>, b: Option<u64>| matches!((a, b), (Some(a), Some(b)) if close(a, b)) || a == b;
-    let pages_close = |a: &BTreeMap<String, PageCounts>, b: &BTreeMap<String, PageCounts>| {
-        a.len() == b.len()
-            && a.iter().zip(b).all(|((ka, pa), (kb, pb))| {
-                ka == kb && close(pa.accessed(), pb.accessed()) && close(pa.written(), pb.written())
-            })
-    };
+    // Parts this run did not measure stand only if they were measured on the files it would measure.
+    for (part, kept, present) in [
+        ("10x", !ten_x, committed.canbench.ten_x.is_some()),
+        ("profiles", !profiles, !committed.canbench.profiles.is_empty()),
+    ] {
+        if kept && present {
+            assert_eq!(
+                committed.wasm.get(part),
+                Some(&wasms),
+                "per_call_results.yml's {part} figures were measured on other wasm files than target/canister/'s: \
+                 regenerate them (STABLEBENCH_REGENERATE_PER_CALL=1 STABLEBENCH_PER_CALL_10X=1 STABLEBENCH_PER_CALL_PROFILES=1)"
+            );
+        }
+    }
     for (model, m, c) in
         [("canbench", &measured.canbench, &committed.canbench), ("mainnet", &measured.mainnet, &committed.mainnet)]
     {
+        assert_eq!(m.floor, c.floor, "{model} floor: measured, committed: regenerate per_call_results.yml");
         // (measured, committed) per size: the reference size, and ten times it when it was measured.
         let mut sizes = vec![(&m.backends, &c.backends)];
         if let Some(t) = &m.ten_x {
@@ -707,25 +753,7 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         {
             let c_p =
                 committed_backends.get(name).unwrap_or_else(|| panic!("{model} {name} is not in per_call_results.yml"));
-            let pairs = [
-                (p.put.median, c_p.put.median),
-                (p.get.median, c_p.get.median),
-                (p.upgrade, c_p.upgrade),
-                (p.first_get_after_upgrade, c_p.first_get_after_upgrade),
-                (m.floor, c.floor),
-            ];
-            let optional = [
-                (p.put_floor, c_p.put_floor),
-                (p.get_floor, c_p.get_floor),
-                (p.len, c_p.len),
-                (p.load_one, c_p.load_one),
-            ];
-            assert!(
-                pairs.iter().all(|&(a, b)| close(a, b))
-                    && optional.iter().all(|&(a, b)| same(a, b))
-                    && pages_close(&p.pages, &c_p.pages),
-                "{model} {name}: measured {p:?}, committed {c_p:?}: regenerate per_call_results.yml"
-            );
+            assert_eq!(p, c_p, "{model} {name}: measured, committed: regenerate per_call_results.yml");
         }
     }
     assert_eq!(

@@ -25,6 +25,21 @@ pub fn code() -> Arc<Code> {
     .clone()
 }
 
+/// The SHA-256 (hex) of each named file of `target/canister/` (built by scripts/build.sh), by
+/// name: recorded beside figures a test keeps without remeasuring them (the 10x columns), which it
+/// accepts only while these are the files it would measure.
+pub fn wasm_hashes(names: &[&str]) -> std::collections::BTreeMap<String, String> {
+    use sha2::Digest;
+    names
+        .iter()
+        .map(|name| {
+            let path = format!("{}/../target/canister/{name}", env!("CARGO_MANIFEST_DIR"));
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e} (run scripts/build.sh)"));
+            (name.to_string(), hex::encode(sha2::Sha256::digest(bytes)))
+        })
+        .collect()
+}
+
 /// `target/canister/stablebench_bench.wasm`: the benchmark canister (built by
 /// `scripts/build.sh bench`), instrumented and compiled.
 pub const BENCH_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");

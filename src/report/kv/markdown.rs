@@ -37,6 +37,7 @@ pub(super) fn document(
     upgrade_section(&mut md, results);
     nodestore_section(&mut md, results, hits);
     budget_section(&mut md, results);
+    storage_section(&mut md, results);
     md
 }
 
@@ -628,6 +629,68 @@ fn budget_section(md: &mut String, results: &Results) {
         md.push_str(&not_measured("setup (scope `setup`)"));
     }
     md.push('\n');
+}
+
+/// What keeping each backend's data set costs per month: the memory its setup grew by (heap and
+/// stable memory) at the sizes of 100,000 keys and more, priced at the storage fee.
+fn storage_section(md: &mut String, results: &Results) {
+    let per_gib_month = prices::storage_cycles_per_month(prices::GIB, prices::SUBNET_NODES);
+    let _ = write!(
+        md,
+        "\n### What keeping the data costs\n\n\
+         The memory each backend's setup grew by to hold the trie data set (heap and stable memory, in the\n\
+         8 MiB buckets above), priced at the IC's storage fee: {} cycles per GiB per second on a 13-node subnet,\n\
+         {} cycles per GiB per 30.44-day month, and {}/{} of that on a {}-node subnet (fees read {}; USD at\n\
+         1 T cycles = 1 XDR = {} USD, {}). A canister also pays for its wasm module and the memory it held\n\
+         before the data; `stable_btreemap`'s heap growth is the benchmark's own copy of the data set, not the\n\
+         map's. [sources.md](sources.md#prices-gridsrcicrs-prices) has the fee's source, and a later revision\n\
+         whose fee may be higher.\n\n",
+        grouped(prices::GIB_STORAGE_PER_SECOND_CYCLES),
+        grouped(per_gib_month),
+        prices::LARGE_SUBNET_NODES,
+        prices::SUBNET_NODES,
+        prices::LARGE_SUBNET_NODES,
+        prices::FEES_READ,
+        prices::USD_PER_TRILLION_CYCLES,
+        prices::RATE_DATE,
+    );
+    let mut rows = String::new();
+    for b in BACKENDS {
+        for size in TRIE_SIZES.into_iter().filter(|s| *s >= 100_000) {
+            let Some(m) = setup(results, b, size) else { continue };
+            let bytes = (m.heap_increase + m.stable_memory_increase) * ic::WASM_PAGE_BYTES;
+            let month = prices::storage_cycles_per_month(bytes, prices::SUBNET_NODES);
+            let large = prices::storage_cycles_per_month(bytes, prices::LARGE_SUBNET_NODES);
+            let _ = writeln!(
+                rows,
+                "| `{}` | {} | {} | {} | {} | {} | ${:.4} | ${:.4} |",
+                b.name(),
+                grouped(size),
+                mib(m.heap_increase),
+                mib(m.stable_memory_increase),
+                mib(m.heap_increase + m.stable_memory_increase),
+                human(month),
+                prices::usd(month),
+                prices::usd(large),
+            );
+        }
+    }
+    if rows.is_empty() {
+        md.push_str(&not_measured("setup (scope `setup`)"));
+    } else {
+        let _ = write!(
+            md,
+            "| backend | keys | heap MiB | stable MiB | MiB in all | cycles per month ({} nodes) | USD per month ({} nodes) | USD per month ({} nodes) |\n\
+             |---|---:|---:|---:|---:|---:|---:|---:|\n{rows}",
+            prices::SUBNET_NODES,
+            prices::SUBNET_NODES,
+            prices::LARGE_SUBNET_NODES,
+        );
+    }
+    md.push_str(
+        "\nPer pragma profile the grid records no data-set size to price: its users/orders cells measure each step's\n\
+         growth, not the database's size, and stable memory grows in the memory manager's buckets.\n",
+    );
 }
 
 fn flag(instructions: u64, limit: u64) -> &'static str {
