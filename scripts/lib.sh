@@ -139,25 +139,35 @@ ensure_wasi2ic() {
 # npm fails, cargo builds it. Both land in the same cache folder.
 ensure_ic_wasm() {
   local root=$TOOLS_DIR/ic-wasm-$IC_WASM_VERSION
-  local bin=$root/bin/ic-wasm
-  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  if [ -x "$root/bin/ic-wasm" ]; then echo "$root/bin/ic-wasm"; return; fi
   if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] && command -v npm >/dev/null; then
-    local tmp
-    tmp=$(mktemp -d)
     log "installing ic-wasm $IC_WASM_VERSION from npm (@icp-sdk/ic-wasm-linux-x64) into $root"
-    if (cd "$tmp" && npm pack --silent "@icp-sdk/ic-wasm-linux-x64@$IC_WASM_VERSION" >/dev/null 2>&1) \
-      && tar -xzf "$tmp"/icp-sdk-ic-wasm-linux-x64-*.tgz -C "$tmp" \
-      && "$tmp/package/bin/ic-wasm" --version 2>/dev/null | grep -qx "ic-wasm $IC_WASM_VERSION"; then
-      mkdir -p "$root/bin"
-      install -m 755 "$tmp/package/bin/ic-wasm" "$bin"
-      rm -rf "$tmp"
-      echo "$bin"
+    if npm_prebuilt ic-wasm-linux-x64 "$IC_WASM_VERSION" ic-wasm "" "$root"; then
+      echo "$root/bin/ic-wasm"
       return
     fi
-    rm -rf "$tmp"
     log "npm could not provide ic-wasm $IC_WASM_VERSION: building it with cargo"
   fi
   ensure_cargo_tool ic-wasm "$IC_WASM_VERSION"
+}
+
+# npm_prebuilt PACKAGE VERSION BIN SHA256 ROOT: installs BIN of the npm package @icp-sdk/PACKAGE at
+# VERSION (DFINITY's prebuilt binaries) into ROOT/bin, if its tarball's SHA-256 is SHA256 (when
+# given) and `BIN --version` prints "BIN VERSION". Fails, installing nothing, otherwise.
+npm_prebuilt() {
+  local package=$1 version=$2 bin=$3 sha=$4 root=$5 tmp ok=1
+  tmp=$(mktemp -d)
+  local tgz=$tmp/icp-sdk-$package-$version.tgz
+  if (cd "$tmp" && npm pack --silent "@icp-sdk/$package@$version" >/dev/null 2>&1) \
+    && { [ -z "$sha" ] || echo "$sha  $tgz" | sha256sum --check --status 2>/dev/null; } \
+    && tar -xzf "$tgz" -C "$tmp" \
+    && "$tmp/package/bin/$bin" --version 2>/dev/null | grep -qx "$bin $version"; then
+    mkdir -p "$root/bin"
+    install -m 755 "$tmp/package/bin/$bin" "$root/bin/$bin"
+    ok=0
+  fi
+  rm -rf "$tmp"
+  return $ok
 }
 
 # Prints the path of icp-cli $ICP_CLI_VERSION: the prebuilt binary DFINITY publishes on npm
@@ -167,29 +177,17 @@ ensure_ic_wasm() {
 # installer).
 ensure_icp() {
   local root=$TOOLS_DIR/icp-cli-$ICP_CLI_VERSION
-  local bin=$root/bin/icp
-  if [ -x "$bin" ]; then echo "$bin"; return; fi
+  if [ -x "$root/bin/icp" ]; then echo "$root/bin/icp"; return; fi
   if command -v icp >/dev/null && icp --version 2>/dev/null | grep -qx "icp $ICP_CLI_VERSION"; then
     command -v icp; return
   fi
   [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ] \
     || die "icp-cli from npm is installed here for Linux x86-64 only: install icp $ICP_CLI_VERSION yourself (https://github.com/dfinity/icp-cli)"
   command -v npm >/dev/null || die "npm is not installed (icp-cli comes from npm: @icp-sdk/icp-cli-linux-x64)"
-  local tmp
-  tmp=$(mktemp -d)
   log "installing icp-cli $ICP_CLI_VERSION from npm (@icp-sdk/icp-cli-linux-x64) into $root"
-  if (cd "$tmp" && npm pack --silent "@icp-sdk/icp-cli-linux-x64@$ICP_CLI_VERSION" >/dev/null 2>&1) \
-    && echo "$ICP_CLI_TGZ_SHA256  $tmp/icp-sdk-icp-cli-linux-x64-$ICP_CLI_VERSION.tgz" | sha256sum --check --status \
-    && tar -xzf "$tmp/icp-sdk-icp-cli-linux-x64-$ICP_CLI_VERSION.tgz" -C "$tmp" \
-    && "$tmp/package/bin/icp" --version 2>/dev/null | grep -qx "icp $ICP_CLI_VERSION"; then
-    mkdir -p "$root/bin"
-    install -m 755 "$tmp/package/bin/icp" "$bin"
-    rm -rf "$tmp"
-    echo "$bin"
-    return
-  fi
-  rm -rf "$tmp"
-  die "could not install icp-cli $ICP_CLI_VERSION from npm (or its tarball's SHA-256 is not $ICP_CLI_TGZ_SHA256)"
+  npm_prebuilt icp-cli-linux-x64 "$ICP_CLI_VERSION" icp "$ICP_CLI_TGZ_SHA256" "$root" \
+    || die "could not install icp-cli $ICP_CLI_VERSION from npm (or its tarball's SHA-256 is not $ICP_CLI_TGZ_SHA256)"
+  echo "$root/bin/icp"
 }
 
 # Prints the path of cargo-nextest $NEXTEST_VERSION. On Linux x86-64 with Python, the prebuilt

@@ -338,7 +338,7 @@ pub(crate) fn pages_mib(pages: u64) -> f64 {
     (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0
 }
 
-fn usd(cycles: u64) -> String {
+pub(crate) fn usd(cycles: u64) -> String {
     let v = prices::usd(cycles);
     if v < 0.01 {
         format!("${v:.6}")

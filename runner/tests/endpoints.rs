@@ -426,11 +426,12 @@ fn every_endpoint_costs_what_the_committed_results_say() {
     // Sizes this run did not measure (10x without STABLEBENCH_ENDPOINTS_10X) stand only if they
     // were measured on the wasm files this run would measure.
     for size in committed.sizes.keys().filter(|s| !measured.sizes.contains_key(*s)) {
-        assert_eq!(
+        common::assert_measured_on(
+            "endpoints_results.yml",
+            size,
             committed.wasm.get(size),
-            Some(&wasms),
-            "endpoints_results.yml's {size} figures were measured on other wasm files than target/canister/'s: \
-             regenerate them (STABLEBENCH_REGENERATE_ENDPOINTS=1 STABLEBENCH_ENDPOINTS_10X=1)"
+            &wasms,
+            "STABLEBENCH_REGENERATE_ENDPOINTS=1 STABLEBENCH_ENDPOINTS_10X=1",
         );
     }
     for (model, sizes, committed) in

@@ -670,11 +670,11 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         measured.wasm.insert("profiles".into(), wasms.clone());
     }
     // What holds whatever the committed figures say: the memory tracker only adds charges.
-    let parts = |m: &Measured| -> Vec<(String, PerCall)> {
-        let ten = m.ten_x.iter().flat_map(|t| t.backends.iter().map(|(n, p)| (format!("10x {n}"), p.clone())));
-        let swept = m.profiles.iter().flat_map(|(pr, b)| b.iter().map(move |(n, p)| (format!("{pr} {n}"), p.clone())));
-        m.backends.iter().map(|(n, p)| (n.clone(), p.clone())).chain(ten).chain(swept).collect()
-    };
+    fn parts(m: &Measured) -> Vec<(String, &PerCall)> {
+        let ten = m.ten_x.iter().flat_map(|t| t.backends.iter().map(|(n, p)| (format!("10x {n}"), p)));
+        let swept = m.profiles.iter().flat_map(|(pr, b)| b.iter().map(move |(n, p)| (format!("{pr} {n}"), p)));
+        m.backends.iter().map(|(n, p)| (n.clone(), p)).chain(ten).chain(swept).collect()
+    }
     for ((name, c), (_, m)) in parts(&measured.canbench).iter().zip(parts(&measured.mainnet).iter()) {
         assert!(
             m.put.median >= c.put.median && m.get.median >= c.get.median,
@@ -725,11 +725,12 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         ("profiles", !profiles, !committed.canbench.profiles.is_empty()),
     ] {
         if kept && present {
-            assert_eq!(
+            common::assert_measured_on(
+                "per_call_results.yml",
+                part,
                 committed.wasm.get(part),
-                Some(&wasms),
-                "per_call_results.yml's {part} figures were measured on other wasm files than target/canister/'s: \
-                 regenerate them (STABLEBENCH_REGENERATE_PER_CALL=1 STABLEBENCH_PER_CALL_10X=1 STABLEBENCH_PER_CALL_PROFILES=1)"
+                &wasms,
+                "STABLEBENCH_REGENERATE_PER_CALL=1 STABLEBENCH_PER_CALL_10X=1 STABLEBENCH_PER_CALL_PROFILES=1",
             );
         }
     }

@@ -40,6 +40,23 @@ pub fn wasm_hashes(names: &[&str]) -> std::collections::BTreeMap<String, String>
         .collect()
 }
 
+/// Fails unless `recorded`, the hashes a results file keeps beside figures this run did not
+/// measure (`part`, for example `10x`), are `current` ([`wasm_hashes`]): such figures stand only
+/// while they describe the wasm files that are built. `regenerate` says how to remeasure them.
+pub fn assert_measured_on(
+    results: &str,
+    part: &str,
+    recorded: Option<&std::collections::BTreeMap<String, String>>,
+    current: &std::collections::BTreeMap<String, String>,
+    regenerate: &str,
+) {
+    assert_eq!(
+        recorded,
+        Some(current),
+        "{results}'s {part} figures were measured on other wasm files than target/canister/'s: regenerate them ({regenerate})"
+    );
+}
+
 /// `target/canister/stablebench_bench.wasm`: the benchmark canister (built by
 /// `scripts/build.sh bench`), instrumented and compiled.
 pub const BENCH_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");

@@ -14,7 +14,7 @@ use super::{
     Upgrade, BASELINE, PHASES, TRIE_OPS,
 };
 use crate::report::results::{Model, Results};
-use crate::report::{grouped, human, int, mib};
+use crate::report::{grouped, human, int, mib, usd};
 
 /// `docs/kv.md`, section by section; `patterns` and `dbweight` are [`patterns`] and
 /// [`dbweight_table`] of `results`, made once for this document and the README.
@@ -658,20 +658,21 @@ fn storage_section(md: &mut String, results: &Results) {
     for b in BACKENDS {
         for size in TRIE_SIZES.into_iter().filter(|s| *s >= 100_000) {
             let Some(m) = setup(results, b, size) else { continue };
-            let bytes = (m.heap_increase + m.stable_memory_increase) * ic::WASM_PAGE_BYTES;
+            let pages = m.heap_increase + m.stable_memory_increase;
+            let bytes = pages * ic::WASM_PAGE_BYTES;
             let month = prices::storage_cycles_per_month(bytes, prices::SUBNET_NODES);
             let large = prices::storage_cycles_per_month(bytes, prices::LARGE_SUBNET_NODES);
             let _ = writeln!(
                 rows,
-                "| `{}` | {} | {} | {} | {} | {} | ${:.4} | ${:.4} |",
+                "| `{}` | {} | {} | {} | {} | {} | {} | {} |",
                 b.name(),
                 grouped(size),
                 mib(m.heap_increase),
                 mib(m.stable_memory_increase),
-                mib(m.heap_increase + m.stable_memory_increase),
+                mib(pages),
                 human(month),
-                prices::usd(month),
-                prices::usd(large),
+                usd(month),
+                usd(large),
             );
         }
     }
