@@ -338,7 +338,8 @@ pub(crate) fn pages_mib(pages: u64) -> f64 {
     (pages * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / 1_048_576.0
 }
 
-pub(crate) fn usd(cycles: u64) -> String {
+/// Cycles as USD at the dated rate (`prices::usd`): six decimals below a cent, four above.
+pub fn usd(cycles: u64) -> String {
     let v = prices::usd(cycles);
     if v < 0.01 {
         format!("${v:.6}")

@@ -148,8 +148,10 @@ pub mod prices {
     /// `ingress_byte_reception_fee`.
     pub const INGRESS_BYTE_CYCLES: u64 = 2_000;
     /// Cycles per GiB of memory (heap, stable memory, the wasm module) per second (13 nodes):
-    /// `gib_storage_per_second_fee`, "4 SDR per GiB per year". Third-party summaries of a later
-    /// revision show 317,500 ("10 SDR per GiB per year"); check the current file before budgeting.
+    /// `gib_storage_per_second_fee`, "4 SDR per GiB per year"; the same in DFINITY's reference page
+    /// of 2026-03-13 (dfinity/developer-docs `docs/reference/cycles-costs.md`, pull request #8).
+    /// Third-party summaries of a later revision show 317,500 ("10 SDR per GiB per year"); check
+    /// the current file before budgeting.
     pub const GIB_STORAGE_PER_SECOND_CYCLES: u64 = 127_000;
     /// USD per trillion cycles: 1 T cycles = 1 XDR (the cycles peg), and 1 XDR = 1.3561 USD on
     /// [`RATE_DATE`]: the IMF's "currency units per SDR" for the U.S. dollar on 30 June 2026, as

@@ -153,8 +153,9 @@ struct Calls {
     gets: Vec<(u64, PageCounts)>,
     upgrade: (u64, PageCounts),
     first: (u64, PageCounts),
-    /// The medians of the floors of `kv_put` and `kv_get`.
-    floors: Option<(u64, u64)>,
+    /// SQLite backends: the medians of `kv_put` and `kv_get` and of their floors, measured
+    /// call for call on the benchmark wasm.
+    floors: Option<Floors>,
     len: (u64, PageCounts),
     load_one: Vec<(u64, PageCounts)>,
 }
@@ -176,8 +177,14 @@ impl PerCall {
             get,
             upgrade: c.upgrade.0,
             first_get_after_upgrade: c.first.0,
-            put_floor: c.floors.map(|f| f.0),
-            get_floor: c.floors.map(|f| f.1),
+            floor_pages: c
+                .floors
+                .map(|f| [("kv_put".to_string(), f.pages[0]), ("kv_get".to_string(), f.pages[1])].into())
+                .unwrap_or_default(),
+            put_same_wasm: c.floors.map(|f| f.put.0),
+            put_floor: c.floors.map(|f| f.put.1),
+            get_same_wasm: c.floors.map(|f| f.get.0),
+            get_floor: c.floors.map(|f| f.get.1),
             len: Some(c.len.0),
             load_one: Some(load_one.median),
             pages: pages.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
@@ -196,13 +203,24 @@ struct PerCall {
     upgrade: u64,
     /// The first `kv_get` after that upgrade (caches empty).
     first_get_after_upgrade: u64,
+    /// SQLite backends: the median of `CALLS` `kv_put` calls on the benchmark wasm, each beside a
+    /// call of its floor (below), on the same database: the floor's ratio is taken to this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    put_same_wasm: Option<u64>,
     /// SQLite backends: the median of `CALLS` `floor_kv_put` calls (the upsert statement alone in
     /// a minimal message, `canister/src/floor.rs`) on the same database under the benchmark wasm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     put_floor: Option<u64>,
+    /// SQLite backends: `kv_get` on the benchmark wasm, as `put_same_wasm`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    get_same_wasm: Option<u64>,
     /// SQLite backends: the same for `floor_kv_get` (the lookup statement alone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     get_floor: Option<u64>,
+    /// SQLite backends: the 64 KiB Wasm pages of the median calls of `kv_put` and `kv_get` on the
+    /// benchmark wasm and of their floors, (the call's, the floor's).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    floor_pages: BTreeMap<String, (PageCounts, PageCounts)>,
     /// `kv_len` with the data set loaded (query).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     len: Option<u64>,
@@ -263,8 +281,9 @@ impl Measured {
             .iter()
             .filter(|p| p.deployable().is_ok())
             .map(|p| {
-                let per_backend =
-                    SQLITE_BACKENDS.iter().map(|b| (b.name().to_string(), measure_in(*b, keys, model, Some(p.name))));
+                let per_backend = SQLITE_BACKENDS
+                    .iter()
+                    .map(|b| (b.name().to_string(), measure_in(*b, keys, model, Some(p.name), false)));
                 (p.name.to_string(), per_backend.collect())
             })
             .collect()
@@ -314,11 +333,13 @@ fn load(c: &mut Canister, kb: KvBackend, keys: u64) {
 /// One backend's calls; SQLite under the key-value workloads' profile (`Backend::kv_profile`), so
 /// that a whole call and the benchmark's operation run under the same settings.
 fn measure(backend: Backend, keys: u64, model: CostModel) -> PerCall {
-    measure_in(backend, keys, model, backend.kv_profile().map(|p| p.name))
+    measure_in(backend, keys, model, backend.kv_profile().map(|p| p.name), true)
 }
 
 /// [`measure`] with the canister installed with pragma profile `profile` (its default if none).
-fn measure_in(backend: Backend, keys: u64, model: CostModel, profile: Option<&str>) -> PerCall {
+/// `with_floors`: also measure the SQLite backends' calls against their floors (the profile sweep,
+/// whose report shows no floors, does not).
+fn measure_in(backend: Backend, keys: u64, model: CostModel, profile: Option<&str>, with_floors: bool) -> PerCall {
     let kb = KvBackend::try_from(backend).expect("a key-value backend");
     let arg = match profile {
         Some(name) => {
@@ -364,44 +385,118 @@ fn measure_in(backend: Backend, keys: u64, model: CostModel, profile: Option<&st
     let upgrade = c.upgrade(code(), &unit());
     assert!(upgrade.result.is_ok(), "upgrade: {:?}", upgrade.result);
     let first = get(&mut c, 0);
-    let floors = Layout::of(backend).map(|layout| floors(&mut c, kb, keys, layout, &data));
+    let floors = Layout::of(backend).filter(|_| with_floors).map(|layout| floors(&mut c, kb, keys, layout, &data));
     PerCall::new(Calls { puts, gets, upgrade: cost(&upgrade), first, floors, len: len_cost, load_one })
 }
 
-/// The medians of `CALLS` `floor_kv_put` calls (fresh keys after the ones `kv_put` wrote) and
-/// `CALLS` `floor_kv_get` calls (the same keys `kv_get` read), after an upgrade to the benchmark
-/// wasm and one warm-up call of each (the first statement after an upgrade reads the schema).
-fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &TrieDataset) -> (u64, u64) {
+/// A call and its floor on the same wasm: (the call's median, the floor's median).
+type Pair = (u64, u64);
+
+/// `kv_put` and `kv_get` against their floors.
+#[derive(Clone, Copy, Debug)]
+struct Floors {
+    put: Pair,
+    get: Pair,
+    /// The pages of the median calls: (`kv_put`'s, its floor's), (`kv_get`'s, its floor's).
+    pages: [(PageCounts, PageCounts); 2],
+}
+
+/// After an upgrade to the benchmark wasm (the one with the `floor_*` methods) and `floor_warm`,
+/// `CALLS` rounds of
+/// `kv_put` and `floor_kv_put` (neighbouring fresh keys after the ones measured before, the first
+/// alternating) and of `kv_get` then
+/// `floor_kv_get` (the same key, one of those read before), after one round not measured: the
+/// call and its floor on the same wasm and database, call for call.
+fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &TrieDataset) -> Floors {
     let up = c.upgrade(bench_code(), &unit());
     assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
+    // What the production canister's `post_upgrade` prepares for its queries, which the benchmark
+    // canister's skips (the reply type tables of `kv_get` among them).
+    let out = c.update("floor_warm", &unit(), default_controller());
+    decode::<()>(out, "floor_warm");
     // The upgrade emptied SQLite's page cache, which the endpoints' calls found full (the load
     // had just written every page): rewrite the data set with the same values (an update, so
     // the pages it reads stay cached) before measuring, so that both sides find the pages a
-    // random key needs in the cache.
+    // random key needs in the cache, as the production wasm's calls did.
     load(c, kb, keys);
     let rowid = layout == Layout::Rowid;
-    let put = |c: &mut Canister, i: u64| {
-        let (key, value) = data.write_entry(i);
-        let arg = candid::encode_args((rowid, ByteBuf::from(key.to_vec()), ByteBuf::from(value))).unwrap();
-        let out = c.update("floor_kv_put", &arg, default_controller());
-        let n = cost(&out);
-        assert_eq!(decode::<u64>(out, "floor_kv_put"), 1, "one row written");
-        n
-    };
     let queries = data.query_keys();
-    let get = |c: &mut Canister, i: usize| {
-        let (key, _) = &queries[i % queries.len()];
+    let (mut puts, mut gets) = ((Vec::new(), Vec::new()), (Vec::new(), Vec::new()));
+    for round in 0..=CALLS {
+        // The call and its floor insert neighbouring keys (the same fresh key but its last bit),
+        // which land in the same leaf pages, the first one alternating: a key's page split or
+        // journal spill falls on one side or the other, not on one side always.
+        let (key, value) = data.write_entry(CALLS + round);
+        let mut neighbour = key;
+        neighbour[31] ^= 1;
+        let put = |c: &mut Canister| {
+            let arg = candid::encode_args((kb, ByteBuf::from(key.to_vec()), ByteBuf::from(value.clone()))).unwrap();
+            let out = c.update("kv_put", &arg, default_controller());
+            let n = cost(&out);
+            decode::<Result<Cost, Error>>(out, "kv_put").expect("kv_put");
+            n
+        };
+        let floor_put = |c: &mut Canister| {
+            let arg =
+                candid::encode_args((rowid, ByteBuf::from(neighbour.to_vec()), ByteBuf::from(value.clone()))).unwrap();
+            let out = c.update("floor_kv_put", &arg, default_controller());
+            let n = cost(&out);
+            assert_eq!(decode::<u64>(out, "floor_kv_put"), 1, "one row written");
+            n
+        };
+        let (e, f) = if round % 2 == 0 {
+            let e = put(c);
+            (e, floor_put(c))
+        } else {
+            let f = floor_put(c);
+            (put(c), f)
+        };
+        eprintln!("{kb:?} {keys} keys, round {round}: kv_put {e:?}, its floor {f:?}");
+        if round > 0 {
+            puts.0.push(e);
+            puts.1.push(f);
+        }
+        let (key, value) = &queries[round as usize % queries.len()];
+        let out =
+            c.query("kv_get", &candid::encode_args((kb, ByteBuf::from(key.to_vec()))).unwrap(), default_controller());
+        let e = cost(&out);
+        let got: Option<Vec<u8>> = decode::<Result<_, Error>>(out, "kv_get").expect("kv_get");
+        assert_eq!(got.as_ref(), Some(value), "kv_get returns the stored value");
         let arg = candid::encode_args((rowid, ByteBuf::from(key.to_vec()))).unwrap();
         let out = c.query("floor_kv_get", &arg, default_controller());
-        let n = cost(&out);
+        let f = cost(&out);
         assert_eq!(decode::<u64>(out, "floor_kv_get"), 1, "one row read");
-        n
-    };
-    put(c, CALLS);
-    get(c, 0);
-    let puts = (CALLS + 1..=2 * CALLS).map(|i| put(c, i)).collect();
-    let gets = (0..CALLS as usize).map(|i| get(c, i)).collect();
-    (Series::of(puts).0.median, Series::of(gets).0.median)
+        eprintln!("{kb:?} {keys} keys, round {round}: kv_get {e:?}, its floor {f:?}");
+        if round > 0 {
+            gets.0.push(e);
+            gets.1.push(f);
+        }
+    }
+    // A floor, the call's statement alone on the same wasm, does no more work than the call: the
+    // medians of their instructions, on mainnet without the tracker's charges (which pages a
+    // message touches also depends on where the allocator put its short-lived allocations). In
+    // every mode, regenerating included.
+    let ic = c.options().cost_model == CostModel::Ic;
+    for (call, (e, f), update) in [("kv_put", &puts, true), ("kv_get", &gets, false)] {
+        let work = |v: &[(u64, PageCounts)]| {
+            let mut w: Vec<u64> = v.iter().map(|(n, p)| if ic { n - p.fee(update) } else { *n }).collect();
+            w.sort_unstable();
+            w[w.len() / 2]
+        };
+        let (e, f) = (work(e), work(f));
+        assert!(
+            f <= e,
+            "{kb:?} {keys} keys, {}: {call}'s floor runs {f} instructions (median), more than the call's {e} on the same wasm",
+            if ic { "mainnet, without the tracker's charges" } else { "canbench" }
+        );
+    }
+    let ((put, put_pages), (put_floor, put_floor_pages)) = (Series::of(puts.0), Series::of(puts.1));
+    let ((get, get_pages), (get_floor, get_floor_pages)) = (Series::of(gets.0), Series::of(gets.1));
+    Floors {
+        put: (put.median, put_floor.median),
+        get: (get.median, get_floor.median),
+        pages: [(put_pages, put_floor_pages), (get_pages, get_floor_pages)],
+    }
 }
 
 /// A call's pages as a table cell, "–" if it has none.
@@ -412,7 +507,7 @@ fn pages_cell(p: Option<&PageCounts>) -> String {
 fn table(r: &Results) -> String {
     let num = stablebench::report::grouped;
     let header = String::from(
-        "| backend | `kv_put` on mainnet | canbench | its pages | its floor on mainnet (ratio) | `kv_get` on mainnet | canbench | its pages | its floor on mainnet (ratio) | put / get in `bench_fn` on mainnet (w_avg) | upgrade on mainnet (canbench) | first `kv_get` after it on mainnet (canbench) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| backend | `kv_put` on mainnet | canbench | its pages | on the benchmark wasm: it / its floor on mainnet (ratio) | `kv_get` on mainnet | canbench | its pages | on the benchmark wasm: it / its floor on mainnet (ratio) | put / get in `bench_fn` on mainnet (w_avg) | upgrade on mainnet (canbench) | first `kv_get` after it on mainnet (canbench) |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     // What the trie benchmarks measured inside `bench_fn` for the same operations at 200,000 keys
     // (warm) under the ic model: the README's DbWeight rows, from mainnet_results.yml.
@@ -420,8 +515,8 @@ fn table(r: &Results) -> String {
         (std::fs::read_to_string(MAINNET_RESULTS).unwrap(), std::fs::read_to_string(VFS_MAINNET_RESULTS).unwrap());
     let results = CanbenchResults::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("{e}"));
     let opt = |v: Option<f64>| v.map_or("–".to_string(), stablebench::report::int);
-    let floor = |call: u64, floor: Option<u64>| {
-        floor.map_or("–".to_string(), |f| format!("{} ({:.2}x)", num(f), call as f64 / f as f64))
+    let floor = |pair: Option<Pair>| {
+        pair.map_or("–".to_string(), |(e, f)| format!("{} / {} ({:.2}x)", num(e), num(f), e as f64 / f as f64))
     };
     let names = BACKENDS.iter().copied().chain([Backend::SqliteVfsRowid]);
     // The answer first: the cheapest backend per whole call, under each model.
@@ -452,11 +547,11 @@ fn table(r: &Results) -> String {
             num(ic.put.median),
             num(cb.put.median),
             pages_cell(ic.pages.get("kv_put")),
-            floor(ic.put.median, ic.put_floor),
+            floor(ic.put_same_wasm.zip(ic.put_floor)),
             num(ic.get.median),
             num(cb.get.median),
             pages_cell(ic.pages.get("kv_get")),
-            floor(ic.get.median, ic.get_floor),
+            floor(ic.get_same_wasm.zip(ic.get_floor)),
             opt(w(Op::TrieWrite(Cache::Warm))),
             opt(w(Op::TrieRead(Cache::Warm))),
             num(ic.upgrade),
@@ -475,9 +570,15 @@ fn table(r: &Results) -> String {
          deployable profile, the recommended `{rec}` included. \
          A floor is the backend's SQL statement alone in a minimal message (`floor_kv_put` and \
          `floor_kv_get` of the benchmark canister, `canister/src/floor.rs`: the same cached statement, \
-         plain Candid arguments, the controller check for the write, a `nat64` reply), measured on the \
-         same database after an upgrade to the benchmark wasm and a rewrite of the data set that fills \
-         the page cache again, as the endpoints found it, median of the same number of calls. \
+         plain Candid arguments, the controller check for the write, a `nat64` reply). It is compared \
+         with the same call on the same wasm: after an upgrade of the same canister to the benchmark \
+         wasm and a rewrite of the data set that fills the page cache again, as the endpoints found it, \
+         the call and its floor alternate (the writes insert neighbouring keys, the first one alternating), \
+         median of the same number of calls each (`per_call_results.yml` \
+         has the pages of both). On mainnet a floor can touch a page more than its call, and then cost more: \
+         which pages a message touches also depends on where the allocator put its short-lived allocations; \
+         the test requires of every floor that it run no more instructions than its call, on mainnet once the \
+         tracker's charges are taken off both. \
          The floor under every call: `kv_len` of an empty heap map, a query that touches no data, costs {} \
          instructions on mainnet ({} under canbench: decoding the argument, ic-cdk's entry, encoding the \
          reply; the reply's type table is built once and kept, `stablebench_grid::reply`). \
@@ -503,25 +604,26 @@ fn every_call_table(r: &Results) -> String {
         "\nEvery key-value endpoint, one call each, at {} keys and at {ten_keys} (`kv_load` rewrites one \
          entry, its smallest call; `kv_len` is the answer to \"how many keys\": SQLite counts the table), \
          on mainnet and under canbench:\n\n\
-         | backend | call | {} keys on mainnet | floor | ratio | its pages | canbench | floor | ratio | {ten_keys} on mainnet | canbench |\n\
+         | backend | call | {} keys on mainnet | its pages | on the benchmark wasm: it / its floor | ratio | canbench | on the benchmark wasm: it / its floor | ratio | {ten_keys} on mainnet | canbench |\n\
          |---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         num(r.keys),
         num(r.keys),
     );
-    type Pick = fn(&PerCall) -> (Option<u64>, Option<u64>);
+    type Pick = fn(&PerCall) -> (Option<u64>, Option<Pair>);
     let calls: [(&str, &str, Pick); 6] = [
-        ("`kv_put`", "kv_put", |p| (Some(p.put.median), p.put_floor)),
-        ("`kv_get`", "kv_get", |p| (Some(p.get.median), p.get_floor)),
+        ("`kv_put`", "kv_put", |p| (Some(p.put.median), p.put_same_wasm.zip(p.put_floor))),
+        ("`kv_get`", "kv_get", |p| (Some(p.get.median), p.get_same_wasm.zip(p.get_floor))),
         ("`kv_len`", "kv_len", |p| (p.len, None)),
         ("`kv_load` of one entry", "kv_load", |p| (p.load_one, None)),
         ("upgrade", "upgrade", |p| (Some(p.upgrade), None)),
         ("first `kv_get` after it", "first_kv_get", |p| (Some(p.first_get_after_upgrade), None)),
     ];
-    let with_floor = |p: Option<&PerCall>, pick: Pick| -> String {
+    // The call's figure, then its floor's cells.
+    let with_floor = |p: Option<&PerCall>, pick: Pick| -> (String, String) {
         match p.map(pick) {
-            Some((Some(n), Some(f))) => format!("{} | {} | {:.2}x", num(n), num(f), n as f64 / f as f64),
-            Some((Some(n), None)) => format!("{} | – | –", num(n)),
-            _ => "not measured | | ".to_string(),
+            Some((Some(n), Some((e, f)))) => (num(n), format!("{} / {} | {:.2}x", num(e), num(f), e as f64 / f as f64)),
+            Some((Some(n), None)) => (num(n), "– | –".to_string()),
+            _ => ("not measured".to_string(), " | ".to_string()),
         }
     };
     let alone = |p: Option<&PerCall>, pick: Pick| -> String {
@@ -531,11 +633,10 @@ fn every_call_table(r: &Results) -> String {
         let cb = r.canbench.backends.get(name);
         let [ic_ten, cb_ten] = tens.map(|t| t.and_then(|t| t.backends.get(name)));
         for (call, key, pick) in calls {
+            let ((ic_n, ic_floor), (cb_n, cb_floor)) = (with_floor(Some(ic), pick), with_floor(cb, pick));
             t += &format!(
-                "| `{name}` | {call} | {} | {} | {} | {} | {} |\n",
-                with_floor(Some(ic), pick),
+                "| `{name}` | {call} | {ic_n} | {} | {ic_floor} | {cb_n} | {cb_floor} | {} | {} |\n",
                 pages_cell(ic.pages.get(key)),
-                with_floor(cb, pick),
                 alone(ic_ten, pick),
                 alone(cb_ten, pick),
             );
@@ -669,6 +770,11 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
         measured.mainnet.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Ic);
         measured.wasm.insert("profiles".into(), wasms.clone());
     }
+    for (model, m) in [("canbench", &measured.canbench), ("mainnet", &measured.mainnet)] {
+        for (name, p) in m.backends.iter().chain(m.ten_x.iter().flat_map(|t| &t.backends)) {
+            eprintln!("{model} {name}: {p:?}");
+        }
+    }
     // What holds whatever the committed figures say: the memory tracker only adds charges.
     fn parts(m: &Measured) -> Vec<(String, &PerCall)> {
         let ten = m.ten_x.iter().flat_map(|t| t.backends.iter().map(|(n, p)| (format!("10x {n}"), p)));
@@ -684,11 +790,6 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
             c.put.median,
             c.get.median
         );
-    }
-    for (model, m) in [("canbench", &measured.canbench), ("mainnet", &measured.mainnet)] {
-        for (name, p) in m.backends.iter().chain(m.ten_x.iter().flat_map(|t| &t.backends)) {
-            eprintln!("{model} {name}: {p:?}");
-        }
     }
     let readme = std::fs::read_to_string(TABLE_DOC).unwrap();
     let committed: Option<Results> =

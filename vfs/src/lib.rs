@@ -58,35 +58,71 @@ fn key_of(key: &[u8]) -> Result<stablebench::kv::Key, Error> {
 
 #[cfg(target_arch = "wasm32")]
 mod kv {
-    //! The key-value API's table: the rowid layout (`kv_rowid`), created by the first write.
+    //! The key-value API's table: the rowid layout (`kv_rowid`), created by the first write. Each
+    //! call runs in one library call, as the ic-rusqlite canister's do in one message: a write is
+    //! one `Db::update` (one SQLite transaction, creating the table if this instance has not seen
+    //! it), a read one `Db::query` (looking the table up in the same read if needed).
+    use std::cell::Cell;
+
     use stablebench::kv::gen::TrieDataset;
-    use stablebench::kv::sqlite::Layout;
+    use stablebench::kv::sqlite::{self, Layout, SqliteKv};
     use stablebench::kv::{trie, Key, KvStore};
 
-    use crate::store::VfsKv;
+    use crate::store::{read, write, VfsKv};
 
     const LAYOUT: Layout = Layout::Rowid;
 
+    thread_local! {
+        /// Whether this instance knows the table exists (an update created or found it). A
+        /// query's heap changes are discarded, so only updates (`post_upgrade` included) set it.
+        static TABLE: Cell<bool> = const { Cell::new(false) };
+    }
+
     pub fn put(key: &Key, value: &[u8]) -> stablebench::Result<()> {
-        VfsKv::create(LAYOUT)?.put(key, value)
+        let known = TABLE.get();
+        write(|conn| {
+            if !known {
+                sqlite::create(conn, LAYOUT)?;
+            }
+            SqliteKv::new(conn, LAYOUT).put(key, value)
+        })?;
+        TABLE.set(true);
+        Ok(())
     }
 
     pub fn load(data: &TrieDataset, range: std::ops::Range<u64>) -> stablebench::Result<u64> {
-        trie::load(&mut VfsKv::create(LAYOUT)?, data, range, 10_000)
+        let mut store = VfsKv::create(LAYOUT)?;
+        TABLE.set(true);
+        trie::load(&mut store, data, range, 10_000)
+    }
+
+    /// Runs `f` over the table in one `Db::query`, or answers `missing` if there is no table.
+    fn reading<T>(missing: T, f: impl FnOnce(&mut SqliteKv) -> stablebench::Result<T>) -> stablebench::Result<T> {
+        let known = TABLE.get();
+        read(
+            |conn| {
+                if known || sqlite::exists(conn, LAYOUT)? {
+                    f(&mut SqliteKv::new(conn, LAYOUT))
+                } else {
+                    Ok(missing)
+                }
+            },
+        )
     }
 
     pub fn get(key: &Key) -> stablebench::Result<Option<Vec<u8>>> {
-        if !VfsKv::exists(LAYOUT)? {
-            return Ok(None);
-        }
-        VfsKv::open(LAYOUT).get(key)
+        reading(None, |kv| kv.get(key))
     }
 
     pub fn len() -> stablebench::Result<u64> {
-        if !VfsKv::exists(LAYOUT)? {
-            return Ok(0);
-        }
-        VfsKv::open(LAYOUT).len()
+        reading(0, |kv| kv.len())
+    }
+
+    /// Looks the table up once per instance, in an update (`init`, `post_upgrade`), so that the
+    /// queries after it do not.
+    pub fn find_table() -> stablebench::Result<()> {
+        TABLE.set(read(|conn| sqlite::exists(conn, LAYOUT))?);
+        Ok(())
     }
 }
 
@@ -117,7 +153,11 @@ mod kv {
 
 fn open() {
     #[cfg(target_arch = "wasm32")]
-    store::init().unwrap_or_else(|e| ic_cdk::trap(format!("opening the database: {e}")));
+    {
+        store::init().unwrap_or_else(|e| ic_cdk::trap(format!("opening the database: {e}")));
+        // A failed lookup only means each query looks the table up itself.
+        let _ = kv::find_table();
+    }
 }
 
 #[ic_cdk::init]

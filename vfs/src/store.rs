@@ -170,16 +170,6 @@ impl VfsKv {
         write(|conn| sqlite::create(conn, layout))?;
         Ok(VfsKv { layout })
     }
-
-    /// The store over an existing table (reads of a missing table fail).
-    pub const fn open(layout: Layout) -> VfsKv {
-        VfsKv { layout }
-    }
-
-    /// Whether the layout's table exists.
-    pub fn exists(layout: Layout) -> Result<bool> {
-        read(|conn| sqlite::exists(conn, layout))
-    }
 }
 
 impl KvStore for VfsKv {

@@ -108,3 +108,11 @@ pub const MAINNET_CHARGES: &str =
 pub fn pages_text(p: &stablebench_runner::host::PageCounts) -> String {
     format!("{} / {}", p.accessed(), p.written())
 }
+
+/// The committed results file at `path`, or `T::default()` if there is none yet (the first
+/// regeneration writes it); a file that does not parse fails the test.
+pub fn committed_or_default<T: DeserializeOwned + Default>(path: &str) -> T {
+    std::fs::read_to_string(path)
+        .ok()
+        .map_or_else(T::default, |s| serde_yaml::from_str(&s).unwrap_or_else(|e| panic!("{path} does not parse: {e}")))
+}

@@ -689,8 +689,8 @@ fn storage_section(md: &mut String, results: &Results) {
         );
     }
     md.push_str(
-        "\nPer pragma profile the grid records no data-set size to price: its users/orders cells measure each step's\n\
-         growth, not the database's size, and stable memory grows in the memory manager's buckets.\n",
+        "\nWhat the users/orders data set costs to keep under each pragma profile is measured on the production\n\
+         canister: [pragma-guide.md](pragma-guide.md#what-keeping-the-data-costs-per-profile).\n",
     );
 }
 
