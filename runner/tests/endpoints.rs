@@ -269,7 +269,6 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
     // Round 0 is not measured: the upgrade emptied SQLite's page cache.
     for round in 0..=CALLS {
         let mut both = |row: usize, e: Msg, f: Msg| {
-            eprintln!("{model:?} {} orders, round {round}, {}: call {e:?}, floor {f:?}", sizes.orders, ROWS[row].0);
             if round > 0 {
                 same[row].push(e);
                 floors[row].push(f);
@@ -335,10 +334,7 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
     // regenerating included.
     for (row, (call, _)) in ROWS.iter().enumerate().filter(|(row, _)| !floors[*row].is_empty()) {
         let work = |v: &[Msg]| {
-            median(
-                v,
-                |m| if model == CostModel::Ic { m.instructions - m.pages.fee(updates(call)) } else { m.instructions },
-            )
+            common::median_work(v.iter().map(|m| (m.instructions, m.pages)), model == CostModel::Ic, updates(call))
         };
         let (e, f) = (work(&same[row]), work(&floors[row]));
         assert!(

@@ -451,7 +451,6 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
             let f = floor_put(c);
             (put(c), f)
         };
-        eprintln!("{kb:?} {keys} keys, round {round}: kv_put {e:?}, its floor {f:?}");
         if round > 0 {
             puts.0.push(e);
             puts.1.push(f);
@@ -466,7 +465,6 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
         let out = c.query("floor_kv_get", &arg, default_controller());
         let f = cost(&out);
         assert_eq!(decode::<u64>(out, "floor_kv_get"), 1, "one row read");
-        eprintln!("{kb:?} {keys} keys, round {round}: kv_get {e:?}, its floor {f:?}");
         if round > 0 {
             gets.0.push(e);
             gets.1.push(f);
@@ -478,11 +476,7 @@ fn floors(c: &mut Canister, kb: KvBackend, keys: u64, layout: Layout, data: &Tri
     // every mode, regenerating included.
     let ic = c.options().cost_model == CostModel::Ic;
     for (call, (e, f), update) in [("kv_put", &puts, true), ("kv_get", &gets, false)] {
-        let work = |v: &[(u64, PageCounts)]| {
-            let mut w: Vec<u64> = v.iter().map(|(n, p)| if ic { n - p.fee(update) } else { *n }).collect();
-            w.sort_unstable();
-            w[w.len() / 2]
-        };
+        let work = |v: &[(u64, PageCounts)]| common::median_work(v.iter().copied(), ic, update);
         let (e, f) = (work(e), work(f));
         assert!(
             f <= e,

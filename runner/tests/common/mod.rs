@@ -116,3 +116,16 @@ pub fn committed_or_default<T: DeserializeOwned + Default>(path: &str) -> T {
         .ok()
         .map_or_else(T::default, |s| serde_yaml::from_str(&s).unwrap_or_else(|e| panic!("{path} does not parse: {e}")))
 }
+
+/// The median work of some calls (instructions, pages): their instructions, and under the `ic`
+/// cost model (`ic`) without the memory tracker's charges for the pages (`update`: writes charged
+/// too). What a floor must not exceed of its call.
+pub fn median_work(
+    calls: impl Iterator<Item = (u64, stablebench_runner::host::PageCounts)>,
+    ic: bool,
+    update: bool,
+) -> u64 {
+    let mut w: Vec<u64> = calls.map(|(n, p)| if ic { n - p.fee(update) } else { n }).collect();
+    w.sort_unstable();
+    w[w.len() / 2]
+}
