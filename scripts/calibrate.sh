@@ -8,16 +8,21 @@
 # SET is any of the names in SETS below (default: all). For each set it clones the repository
 # at the pinned commit into the cache, installs the pinned toolchain with the wasm32-unknown-unknown
 # target, builds the wasm exactly as each directory's canbench.yml build_cmd says, runs
-# `stablebench-runner bench --no-build --csv` there and compares every benchmark (total and scopes:
+# `stablebench-runner bench --no-build --csv` there and pairs every benchmark (total and scopes:
 # instructions, heap_increase, stable_memory_increase, calls) with the canbench_results.yml that
-# canbench's CI recorded on PocketIC at that commit. Prints one Markdown table per directory and a
-# summary per directory and per set. docs/calibration.md records a run and explains the deviations.
+# canbench's CI recorded on PocketIC at that commit. It writes the pairs to calibration/results.csv
+# and each set's pinned fields, the run's date and the runner's commit to calibration/sets.csv
+# (the rows of sets not run stay). Then
+#   STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench --test calibration
+# regenerates docs/calibration.md's figures from those files (the test fails while they differ);
+# the doc explains the deviations.
 #
 #   STABLEBENCH_CALIB_DIR   cache for clones and outputs (default ~/.cache/stablebench/calibration)
 #   STABLEBENCH_RUNNER      the runner binary to calibrate (default: build this checkout's)
+#   STABLEBENCH_RUNNER_REV  the commit that binary was built from, for sets.csv (default: unknown)
 #   CARGO_BUILD_JOBS        as usual (1 on a shared machine)
 #
-# Needs git, rustup and python3 (the comparison is a small standard-library script below).
+# Needs git, rustup and python3 (the pairing is a small standard-library script below).
 source "$(dirname "$0")/lib.sh"
 
 CALIB_DIR=${STABLEBENCH_CALIB_DIR:-$HOME/.cache/stablebench/calibration}
@@ -36,7 +41,7 @@ wanted=()
 for a in "$@"; do
   case "$a" in
     --skip-build) skip_build=true ;;
-    -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
     -*) die "unknown option $a" ;;
     *) wanted+=("$a") ;;
   esac
@@ -51,11 +56,13 @@ command -v rustup >/dev/null || die "rustup is not installed: see https://rustup
 
 # The runner: a given binary, or this checkout's.
 runner=${STABLEBENCH_RUNNER:-}
+runner_rev=${STABLEBENCH_RUNNER_REV:-unknown}
 if [ -z "$runner" ]; then
   ensure_rust
   log "building the offline runner"
   cargo build --locked --release -p stablebench-runner >&2
   runner=$ROOT/target/release/stablebench-runner
+  runner_rev=$(git -C "$ROOT" rev-parse --short=7 HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo -dirty)
 fi
 [ -x "$runner" ] || die "runner $runner is not an executable"
 
@@ -84,7 +91,7 @@ ensure_clone() {
 
 out=$CALIB_DIR/out
 mkdir -p "$out"
-compare_args=()
+pair_args=("$ROOT/calibration" "$(date -u +%F)" "$runner_rev")
 for entry in "${SETS[@]}"; do
   IFS='|' read -r name url commit tc canbench_version pocketic dirs <<<"$entry"
   if [ ${#wanted[@]} -gt 0 ] && ! printf '%s\n' "${wanted[@]}" | grep -qx "$name"; then continue; fi
@@ -112,15 +119,16 @@ for entry in "${SETS[@]}"; do
     cp "$src/$d/canbench_results.csv" "$out/${label//\//-}.runner.csv"
     # Leave the clone as checked out.
     git -C "$src" checkout --quiet -- "$d" 2>/dev/null || true
-    compare_args+=("$name" "$label" "$out/${label//\//-}.committed.yml" "$out/${label//\//-}.runner.csv" "$tc" "$canbench_version" "$pocketic" "$commit")
+    pair_args+=("$name" "$url" "$commit" "$tc" "$canbench_version" "$pocketic" "$d" "$out/${label//\//-}.committed.yml" "$out/${label//\//-}.runner.csv")
   done
 done
-[ ${#compare_args[@]} -gt 0 ] || die "no set selected"
+[ ${#pair_args[@]} -gt 3 ] || die "no set selected"
 
-# The comparison: canbench's results YAML (fixed layout) against the runner's CSV.
-python3 - "${compare_args[@]}" <<'PY'
+# The pairing: canbench's results YAML (fixed layout) against the runner's CSV, into
+# calibration/results.csv and calibration/sets.csv (tests/calibration.rs reads both).
+python3 - "${pair_args[@]}" <<'PY'
 import csv
-import statistics
+import os
 import sys
 
 
@@ -170,80 +178,54 @@ def parse_csv(path):
     return benches
 
 
-def pct(ours, theirs):
-    if theirs == 0:
-        return 0.0 if ours == 0 else float("inf")
-    return (ours - theirs) * 100.0 / theirs
+def side(m, scope):
+    """One side's four fields of results.csv, empty where the side has no such row."""
+    if not m:
+        return ["", "", "", ""]
+    fields = [m[k] for k in ("instructions", "heap_increase", "stable_memory_increase")]
+    return [str(v) for v in fields] + [str(m.get("calls", "")) if scope else ""]
 
 
-def fmt_pct(x):
-    if x == 0:
-        return "0 %"
-    if x == float("inf"):
-        return "inf %"
-    return f"{x:.2e} %" if x < 0.0001 else f"{x:.4f} %"
+def pairs(set_name, directory, committed, ours):
+    """The rows of one directory: each benchmark's total, then its scopes, both sides."""
+    for name in set(committed) | set(ours):
+        c, o = committed.get(name, {}), ours.get(name, {})
+        yield [set_name, directory, name, ""] + side(c.get("total"), "") + side(o.get("total"), "")
+        for s in set(c.get("scopes", {})) | set(o.get("scopes", {})):
+            cm, om = c.get("scopes", {}).get(s), o.get("scopes", {}).get(s)
+            yield [set_name, directory, name, s] + side(cm, s) + side(om, s)
 
 
-def summary(rows):
-    """rows: [(name, dev %, exact)] of benchmark totals."""
-    if not rows:
-        return "0", "0", "-", "-"
-    absd = [abs(d) for _, d, _ in rows]
-    worst = max(rows, key=lambda r: abs(r[1]))
-    return (
-        str(len(rows)),
-        str(sum(e for _, _, e in rows)),
-        fmt_pct(statistics.median(absd)),
-        "0 % (all equal)" if worst[1] == 0 else f"{fmt_pct(abs(worst[1]))} ({worst[0]})",
-    )
+def merge(path, header, rows, ran):
+    """Writes `rows`, and the rows of `path` of sets not run now, sorted; fields are plain."""
+    kept = []
+    if os.path.exists(path):
+        with open(path, newline="") as f:
+            kept = [r for r in list(csv.reader(f))[1:] if r and r[0] not in ran]
+    rows = sorted(kept + rows)
+    bad = [r for r in rows if any("," in v or '"' in v for v in r)]
+    if bad:
+        sys.exit(f"calibrate.sh: a field with a comma or a quote: {bad[0]}")
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)
+    return len(rows)
 
 
-args = sys.argv[1:]
-groups = [args[i : i + 8] for i in range(0, len(args), 8)]
-per_dir, per_set, meta = [], {}, {}
-for set_name, label, committed_path, csv_path, tc, canbench, pocketic, commit in groups:
-    meta[set_name] = (commit, tc, canbench, pocketic)
-    committed, ours = parse_yaml(committed_path), parse_csv(csv_path)
-    print(f"\n### {label} ({commit[:8]}, Rust {tc}, canbench {canbench}, PocketIC {pocketic})\n")
-    print("| benchmark | scope | PocketIC | runner | Δ | Δ % | heap PocketIC/runner | stable PocketIC/runner | calls PocketIC/runner |")
-    print("|---|---|---:|---:|---:|---:|---|---|---|")
-    totals = []
-    for name in sorted(set(committed) | set(ours)):
-        c, o = committed.get(name), ours.get(name)
-        if c is None or o is None:
-            which = "runner only" if c is None else "PocketIC only"
-            print(f"| {name} | | | | | {which} | | | |")
-            continue
-        items = [("", c["total"], o["total"])]
-        for s in sorted(set(c["scopes"]) | set(o["scopes"])):
-            items.append((s, c["scopes"].get(s), o["scopes"].get(s)))
-        for scope, cm, om in items:
-            if cm is None or om is None:
-                print(f"| {name} | {scope} | | | | {'runner only' if cm is None else 'PocketIC only'} | | | |")
-                continue
-            d = pct(om["instructions"], cm["instructions"])
-            exact = all(om.get(k) == cm.get(k) for k in ("instructions", "heap_increase", "stable_memory_increase"))
-            if scope:
-                exact = exact and om.get("calls") == cm.get("calls")
-            calls = f"{cm.get('calls')}/{om.get('calls')}" if scope else ""
-            print(
-                f"| {name} | {scope} | {cm['instructions']} | {om['instructions']} | {om['instructions'] - cm['instructions']:+d} "
-                f"| {d:+.4f}{'' if d == 0 or abs(d) >= 0.0001 else f' ({d:+.1e})'} | {cm['heap_increase']}/{om['heap_increase']} "
-                f"| {cm['stable_memory_increase']}/{om['stable_memory_increase']} | {calls} |"
-            )
-            if not scope:
-                totals.append((name, d, exact))
-    per_dir.append((label, summary(totals), sum(1 for _, d, _ in totals if abs(d) > 0.1)))
-    per_set.setdefault(set_name, []).extend(totals)
-
-print("\n### Summary (benchmark totals; exact = instructions, heap_increase and stable_memory_increase all equal)\n")
-print("| set / directory | benchmarks | exact | median abs Δ | max abs Δ (benchmark) | abs Δ > 0.1 % |")
-print("|---|---:|---:|---:|---|---:|")
-for label, (n, exact, med, worst), over in per_dir:
-    print(f"| {label} | {n} | {exact} | {med} | {worst} | {over} |")
-for set_name, rows in per_set.items():
-    n, exact, med, worst = summary(rows)
-    commit, tc, canbench, pocketic = meta[set_name]
-    over = sum(1 for _, d, _ in rows if abs(d) > 0.1)
-    print(f"| **{set_name}** ({commit[:8]}, Rust {tc}, canbench {canbench}, PocketIC {pocketic}) | {n} | {exact} | {med} | {worst} | {over} |")
+out_dir, run_date, runner_rev, *args = sys.argv[1:]
+rows, sets = [], {}
+for i in range(0, len(args), 9):
+    set_name, url, commit, tc, canbench, pocketic, directory, committed_path, csv_path = args[i : i + 9]
+    sets[set_name] = [set_name, url, commit, tc, canbench, pocketic, run_date, runner_rev]
+    rows.extend(pairs(set_name, directory, parse_yaml(committed_path), parse_csv(csv_path)))
+sides = [f"{who}_{k}" for who in ("pocketic", "runner") for k in ("instructions", "heap_increase", "stable_memory_increase", "calls")]
+os.makedirs(out_dir, exist_ok=True)
+n = merge(f"{out_dir}/results.csv", ["set", "directory", "benchmark", "scope"] + sides, rows, sets)
+merge(f"{out_dir}/sets.csv", "set,repository,commit,toolchain,canbench,pocketic,run_date,runner".split(","), list(sets.values()), sets)
+print(
+    f"wrote {out_dir}/results.csv ({n} rows) and {out_dir}/sets.csv; now regenerate docs/calibration.md:\n"
+    "  STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench --test calibration",
+    file=sys.stderr,
+)
 PY

@@ -7,21 +7,10 @@
 //! or pull request number), a ratio or percentage with decimals (1.62x, 0.8%), a signed
 //! percentage (-4.3%, +17%), or a decimal with two or more places before K, M or B (20.05 B).
 //! Workload sizes, limits and prices are round, so they pass.
-//!
-//! The pages still listed in [`NOT_YET`] hold pasted output of dated runs; each says what it is.
 
 use regex::Regex;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-
-/// Hand-written pages that still hold figures pasted from dated runs, and what those are. A page
-/// leaves this list once its figures are generated or removed; the test fails if a listed page
-/// has none left, so the list cannot outlive the work.
-const NOT_YET: [(&str, &str); 3] = [
-    ("docs/breakdown.md", "the runner's profiler and callgrind on the users/orders steps, one run of 2026-11-23"),
-    ("docs/calibration.md", "scripts/calibrate.sh against public canbench results, the run of 2026-11-23"),
-    ("docs/runner.md", "the suite's own CI runs and their phase times"),
-];
 
 /// Pages of citations: the rules and prices with their sources, and rivals' published claims
 /// quoted as claims, which the suite measures rather than repeats.
@@ -96,13 +85,7 @@ fn no_page_written_by_hand_types_a_measured_figure() {
         if CITATIONS.contains(&name.as_str()) {
             continue;
         }
-        let figures = hand_typed(&text);
-        match NOT_YET.iter().find(|(n, _)| *n == name) {
-            Some((_, what)) => {
-                assert!(!figures.is_empty(), "{name} has no hand-typed figure left ({what}): take it off NOT_YET")
-            }
-            None => found.extend(figures.into_iter().map(|(line, f)| format!("{name}:{line}: {f}"))),
-        }
+        found.extend(hand_typed(&text).into_iter().map(|(line, f)| format!("{name}:{line}: {f}")));
     }
     assert!(
         found.is_empty(),

@@ -436,6 +436,22 @@ impl CallTree {
         out
     }
 
+    /// Every function's exclusive and inclusive instructions as tab-separated values: a header
+    /// line (`function`, `exclusive`, `inclusive`), then one line per function in the order of
+    /// [`CallTree::functions`], then `(outside wasm functions)` if any ran there. The exclusive
+    /// column adds up to [`CallTree::total`]. Small enough to commit where the folded stacks are
+    /// not (`docs/profiles/`, which `docs/breakdown.md`'s tables are generated from).
+    pub fn functions_tsv(&self, names: &Names) -> String {
+        let mut out = String::from("function\texclusive\tinclusive\n");
+        for f in self.functions() {
+            let _ = writeln!(out, "{}\t{}\t{}", names.get(f.func), f.exclusive, f.inclusive);
+        }
+        if self.outside() > 0 {
+            let _ = writeln!(out, "(outside wasm functions)\t{0}\t{0}", self.outside());
+        }
+        out
+    }
+
     /// Instructions outside any wasm function (at the root of the tree).
     pub fn outside(&self) -> u64 {
         self.count[0]
@@ -788,8 +804,8 @@ pub struct Written {
 }
 
 impl Output {
-    /// Writes `bench`'s profile: `<bench>.query.folded/.svg` (the whole query: setup, step,
-    /// checks), `<bench>.step.folded/.svg` (canbench's measurement, when `measured` (its
+    /// Writes `bench`'s profile: `<bench>.query.folded/.tsv/.svg` (the whole query: setup, step,
+    /// checks), `<bench>.step.folded/.tsv/.svg` (canbench's measurement, when `measured` (its
     /// instructions) is found between two `performance_counter` calls) and `<bench>.txt` (the
     /// tables). Fails if the profile does not add up to `message` (the query's instructions).
     pub fn write(&self, bench: &str, profile: &Profile, message: u64, measured: Option<u64>) -> Result<Written> {
@@ -837,6 +853,7 @@ impl Output {
         let draw = |tree: &CallTree, kind: &str, what: &str| -> Result<PathBuf> {
             let folded = tree.folded(&self.names);
             std::fs::write(file(&format!("{kind}.folded")), &folded)?;
+            std::fs::write(file(&format!("{kind}.tsv")), tree.functions_tsv(&self.names))?;
             let svg = flamegraph(
                 &folded,
                 &format!("{bench}: {what}"),

@@ -997,8 +997,8 @@ pub fn limits_table(
 /// Where each benchmark's profile is, and its top functions.
 pub fn profiles_summary(runs: &[Run], dir: &std::path::Path) -> String {
     let mut t = format!(
-        "\nProfiles in {} (wasm instructions by function: <benchmark>.txt, .step.svg/.folded for the measured step, \
-         .query.svg/.folded for the whole query):\n",
+        "\nProfiles in {} (wasm instructions by function: <benchmark>.txt, .step.svg/.folded/.tsv for the measured step, \
+         .query.svg/.folded/.tsv for the whole query):\n",
         dir.display()
     );
     for r in runs {

@@ -98,6 +98,13 @@ fn a_profile_gives_each_function_its_hand_computed_exclusive_and_inclusive_cost(
     }
     let sum: u64 = folded.lines().map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap()).sum();
     assert_eq!(sum, tree.total());
+    // The functions table: a header, then the same (exclusive, inclusive) per function.
+    let tsv = tree.functions_tsv(&names);
+    assert_eq!(tsv.lines().next(), Some("function\texclusive\tinclusive"));
+    assert_eq!(tsv.lines().nth(1), Some(format!("m\t{m_own}\t{}", m_own + callees).as_str()));
+    assert!(tsv.lines().any(|l| l == "mid\t12\t16"), "{tsv}");
+    let exclusive: u64 = tsv.lines().skip(1).map(|l| l.split('\t').nth(1).unwrap().parse::<u64>().unwrap()).sum();
+    assert_eq!(exclusive, tree.total());
 }
 
 #[test]
