@@ -62,7 +62,8 @@ if [ -z "$runner" ]; then
   log "building the offline runner"
   cargo build --locked --release -p stablebench-runner >&2
   runner=$ROOT/target/release/stablebench-runner
-  runner_rev=$(git -C "$ROOT" rev-parse --short=7 HEAD)$(git -C "$ROOT" diff --quiet HEAD || echo -dirty)
+  # Dirty only where the runner is built from (this run itself rewrites calibration/).
+  runner_rev=$(git -C "$ROOT" rev-parse --short=7 HEAD)$(git -C "$ROOT" diff --quiet HEAD -- runner grid Cargo.toml Cargo.lock || echo -dirty)
 fi
 [ -x "$runner" ] || die "runner $runner is not an executable"
 

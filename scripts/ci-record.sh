@@ -3,9 +3,10 @@
 # `CI=true bash .ci/run` (its `[stablebench +Ns]` lines, which scripts/lib.sh prints with the
 # seconds since the start, nextest's summaries and the runner's "Wall time" lines), appends one
 # row, and regenerates docs/runner.md's table from the file. Not part of CI: run it after a CI
-# run you want on record.
+# run you want on record, whose standard output and error went to one file:
 #
-#   scripts/ci-record.sh LOG COMMIT CACHES
+#   CI=true bash .ci/run > ci.log 2>&1
+#   scripts/ci-record.sh ci.log COMMIT CACHES
 #
 # COMMIT is the commit the run checked out; CACHES says what the run started from: `empty`
 # (CARGO_HOME, STABLEBENCH_TOOLS and STABLEBENCH_CACHE_DIR pointing at empty folders, as on a
@@ -30,6 +31,8 @@ import sys
 log_path, commit, date, caches, out = sys.argv[1:]
 # Each phase starts at the first line whose message starts with one of its prefixes and ends
 # where the next phase present in the log starts (scripts/test.sh runs them in this order).
+# Before the first: `toolchain`, from the start (the first line's clock) to the lints, which
+# scripts/test.sh logs after installing the Rust toolchain.
 PHASES = [
     ("lints", ("checking formatting and lints",)),
     ("wasi2ic", ("building wasi2ic",)),
@@ -68,19 +71,22 @@ missing = [n for n, _ in PHASES if n not in starts and n != "wasi2ic"]
 if missing:
     sys.exit(f"{log_path}: no start of phase(s) {', '.join(missing)}")
 order = [n for n, _ in PHASES if n in starts]
-row = {"commit": commit, "date": date, "caches": caches, "total": end}
+row = {"commit": commit, "date": date, "caches": caches, "total": end, "toolchain": starts[order[0]]}
 for i, n in enumerate(order):
     row[n] = (starts[order[i + 1]] if i + 1 < len(order) else end) - starts[n]
+    if row[n] < 0:
+        sys.exit(f"{log_path}: phase {n} starts before phase {order[i - 1]}: not the order scripts/test.sh runs them in")
 row["nextest"] = "+".join(s for s, _, _ in nextest)
 row["tests_run"] = "+".join(n for _, n, _ in nextest)
 row["grid_wall"] = "+".join(walls)
 row["cells"] = "+".join(cells)
-fields = ["commit", "date", "caches"] + [n for n, _ in PHASES] + ["total", "nextest", "tests_run", "grid_wall", "cells"]
+fields = ["commit", "date", "caches", "toolchain"] + [n for n, _ in PHASES] + ["total", "nextest", "tests_run", "grid_wall", "cells"]
 rows = []
 if os.path.exists(out):
     with open(out, newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["commit"] != commit or r["caches"] != caches]
 rows.append({k: str(row.get(k, "")) for k in fields})
+rows.sort(key=lambda r: r["date"])
 with open(out, "w", newline="") as f:
     w = csv.DictWriter(f, fieldnames=fields, lineterminator="\n")
     w.writeheader()

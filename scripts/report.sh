@@ -6,13 +6,16 @@
 # docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark
 # wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), docs/scaling.md with docs/scaling.svg (the
 # users/orders steps from 10k to 10M orders), docs/vfs.md (ic-rusqlite against
-# ic-sqlite-vfs), the results site docs/site/ (src/report/site.rs; scripts/site-check.sh opens it in
+# ic-sqlite-vfs), the results site docs/site/ (report/src/site.rs; scripts/site-check.sh opens it in
 # headless Chromium and saves its screenshots), and the
 # generated tables of the README and its docs pages (report::MARKED_DOCS: results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
 # sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm
 # files of both canisters
 # (runner/tests/per_call.rs: per_call_results.yml and docs/per-call.md's per-call table, which quotes the
 # benchmarks' numbers next to it).
+# It also regenerates docs/breakdown.md's tables from the step profiles in docs/profiles/, which
+# must match canbench_results.yml exactly: when the users/orders results of the recommended
+# profile moved, run scripts/site-flamegraphs.sh first (the breakdown test says so otherwise).
 # Run it after `scripts/bench.sh --persist` and commit everything together.
 #
 #   scripts/report.sh            # dated today

@@ -1,8 +1,8 @@
 //! `docs/runner.md`'s table of what CI spends its time on, generated from `ci_runs.csv`: one row
 //! per recorded run of `CI=true bash .ci/run`, written from the run's log by
-//! `scripts/ci-record.sh`. The test fails when the page's block differs from the file, or when a
-//! row does not hold together (phases that add up to more than the run, tests that did not all
-//! pass). Regenerate the block with
+//! `scripts/ci-record.sh` (which refuses the log of a run that failed). The test fails when the
+//! page's block differs from the file, or when a row does not hold together (phases that do not
+//! add up to the run, rows out of date order). Regenerate the block with
 //! `STABLEBENCH_REGENERATE_CI_RUNS=1 cargo test --release --test ci_runs` (`scripts/ci-record.sh`
 //! does).
 
@@ -13,7 +13,8 @@ const DOC: &str = "docs/runner.md";
 const BLOCK: &str = "ci-runs";
 
 /// The phases of `scripts/test.sh`, as `ci_runs.csv` names them, and how the table says them.
-const PHASES: [(&str, &str); 9] = [
+const PHASES: [(&str, &str); 10] = [
+    ("toolchain", "the Rust toolchain and its targets, if missing"),
     ("lints", "formatting and the four clippy runs"),
     ("wasi2ic", "wasi2ic, built from its crate (once per tool cache)"),
     ("wasm", "the six wasm builds (and ic-wasm from npm)"),
@@ -100,6 +101,7 @@ fn render(runs: &[Run]) -> String {
         let _ = write!(t, " **{}** |", minutes(seconds(r, "total").unwrap()));
     }
     t += "\n";
+    // The rows are in date order (the test checks it): the last on a new machine is the newest.
     if let Some(r) = runs.iter().rev().find(|r| r["caches"] == "empty") {
         let slow = seconds(r, "total").unwrap() as f64 * SLOWER / 60.0;
         let _ = write!(
@@ -121,9 +123,10 @@ fn the_ci_table_is_generated_from_the_recorded_runs() {
     for r in &runs {
         let phases: u64 = PHASES.iter().filter_map(|(f, _)| seconds(r, f)).sum();
         let total = seconds(r, "total").expect("a total");
-        assert!(phases <= total, "{}: the phases add up to {phases} s, the run took {total} s", r["commit"]);
+        assert_eq!(phases, total, "{}: the phases add up to {phases} s, the run took {total} s", r["commit"]);
         assert!(["empty", "kept"].contains(&r["caches"].as_str()), "{}: caches {:?}", r["commit"], r["caches"]);
     }
+    assert!(runs.windows(2).all(|w| w[0]["date"] <= w[1]["date"]), "ci_runs.csv: rows out of date order");
     let path = format!("{ROOT}/{DOC}");
     let doc = std::fs::read_to_string(&path).unwrap();
     let new = stablebench::report::splice(&doc, BLOCK, &render(&runs)).unwrap_or_else(|e| panic!("{DOC}: {e}"));

@@ -6,7 +6,8 @@
 //! significant digits (5,296,704 or 33168; not 100,000, 9,990, a power of two, a year, an issue
 //! or pull request number), a ratio or percentage with decimals (1.62x, 0.8%), a signed
 //! percentage (-4.3%, +17%), or a decimal with two or more places before K, M or B (20.05 B).
-//! Workload sizes, limits and prices are round, so they pass.
+//! Workload sizes, limits and prices are round, so they pass. A block between markers must be
+//! one the code names (`every_generated_block_is_written_by_code`).
 
 use regex::Regex;
 
@@ -91,6 +92,42 @@ fn no_page_written_by_hand_types_a_measured_figure() {
         found.is_empty(),
         "measured figures typed by hand (generate them between markers from the committed results, or remove them):\n{}",
         found.join("\n")
+    );
+}
+
+/// The Rust sources under `dir`, recursively, concatenated.
+fn rust_sources(dir: &str) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            text += &rust_sources(path.to_str().unwrap());
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            text += &std::fs::read_to_string(&path).unwrap();
+        }
+    }
+    text
+}
+
+/// A block between markers is skipped by the check above, so it must be one that code writes:
+/// every block's name appears as a string in the sources of the generators and the tests that
+/// check them (a block a script wrote once and nothing rewrites would hide its figures).
+#[test]
+fn every_generated_block_is_written_by_code() {
+    let code: String = ["src", "tests", "runner/tests"].iter().map(|d| rust_sources(&format!("{ROOT}/{d}"))).collect();
+    let marker = Regex::new(r"(?m)^<!-- (\S+):begin -->$").unwrap();
+    let mut orphans = Vec::new();
+    for (name, text) in pages() {
+        for m in marker.captures_iter(&text) {
+            if !code.contains(&format!("\"{}\"", &m[1])) {
+                orphans.push(format!("{name}: {}", &m[1]));
+            }
+        }
+    }
+    assert!(
+        orphans.is_empty(),
+        "blocks no generator names (hand-typed figures behind markers):\n{}",
+        orphans.join("\n")
     );
 }
 

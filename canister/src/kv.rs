@@ -276,3 +276,38 @@ pub fn warm_query_replies() {
     stablebench_grid::reply::warm::<Result<Option<ByteBuf>, Error>>();
     stablebench_grid::reply::warm::<Result<u64, Error>>();
 }
+
+#[cfg(test)]
+mod tests {
+    use candid::types::{CandidType as _, TypeInner};
+
+    use super::*;
+
+    const ALL: [KvBackend; 4] =
+        [KvBackend::Sqlite, KvBackend::SqliteRowid, KvBackend::StableBTreeMap, KvBackend::HeapBTreeMap];
+
+    #[test]
+    fn every_backend_is_named_as_its_grid_backend() {
+        let TypeInner::Variant(fields) = KvBackend::ty().as_ref().clone() else { panic!("KvBackend is a variant") };
+        let mut candid: Vec<String> = fields.iter().map(|f| f.id.to_string()).collect();
+        let mut grid: Vec<String> = ALL.iter().map(|&b| Backend::from(b).name().to_string()).collect();
+        candid.sort();
+        grid.sort();
+        assert_eq!(candid, grid);
+        for b in ALL {
+            assert_eq!(KvBackend::try_from(Backend::from(b)), Ok(b), "{b:?} round-trips through the grid");
+        }
+    }
+
+    #[test]
+    fn the_api_has_every_key_value_backend_of_the_grid_and_refuses_the_others() {
+        let mut ours: Vec<&str> = ALL.iter().map(|&b| Backend::from(b).name()).collect();
+        let mut grid: Vec<&str> = stablebench_grid::cells::BACKENDS.iter().map(|b| b.name()).collect();
+        ours.sort();
+        grid.sort();
+        assert_eq!(ours, grid);
+        for b in [Backend::Blob, Backend::SqliteVfs, Backend::SqliteVfsRowid] {
+            assert!(matches!(KvBackend::try_from(b), Err(Error::InvalidArgument { .. })), "{}", b.name());
+        }
+    }
+}

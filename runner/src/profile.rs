@@ -438,16 +438,20 @@ impl CallTree {
 
     /// Every function's exclusive and inclusive instructions as tab-separated values: a header
     /// line (`function`, `exclusive`, `inclusive`), then one line per function in the order of
-    /// [`CallTree::functions`], then `(outside wasm functions)` if any ran there. The exclusive
+    /// [`CallTree::functions`], with `(outside wasm functions)` among them if any ran there. The exclusive
     /// column adds up to [`CallTree::total`]. Small enough to commit where the folded stacks are
     /// not (`docs/profiles/`, which `docs/breakdown.md`'s tables are generated from).
     pub fn functions_tsv(&self, names: &Names) -> String {
-        let mut out = String::from("function\texclusive\tinclusive\n");
-        for f in self.functions() {
-            let _ = writeln!(out, "{}\t{}\t{}", names.get(f.func), f.exclusive, f.inclusive);
-        }
+        let mut rows: Vec<(String, u64, u64)> =
+            self.functions().into_iter().map(|f| (names.get(f.func), f.exclusive, f.inclusive)).collect();
         if self.outside() > 0 {
-            let _ = writeln!(out, "(outside wasm functions)\t{0}\t{0}", self.outside());
+            rows.push((names.get(ROOT), self.outside(), self.outside()));
+        }
+        // Most exclusive first, the outside row where its count puts it (the sort is stable).
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+        let mut out = String::from("function\texclusive\tinclusive\n");
+        for (name, exclusive, inclusive) in rows {
+            let _ = writeln!(out, "{name}\t{exclusive}\t{inclusive}");
         }
         out
     }
@@ -613,6 +617,17 @@ impl Bucket {
             Bucket::Allocator => "allocator",
             Bucket::MemOps => "memcpy/memset (memory.copy/fill per byte), memmove, memcmp",
             Bucket::Other => "other (rusqlite, benchmark, Candid, std)",
+        }
+    }
+
+    /// A table column's title.
+    pub fn column(self) -> &'static str {
+        match self {
+            Bucket::Sqlite => "SQLite",
+            Bucket::Storage => "storage/system",
+            Bucket::Allocator => "allocator",
+            Bucket::MemOps => "memcpy/memset/memcmp",
+            Bucket::Other => "other",
         }
     }
 }

@@ -75,23 +75,24 @@ impl Step {
         self.share(self.buckets().get(&b).copied().unwrap_or(0))
     }
 
-    /// The function's exclusive share (0 when it did not run).
+    /// The function's row: the findings name functions, and one renamed or inlined away must
+    /// fail the test rather than read as 0%.
+    fn function(&self, name: &str) -> &Function {
+        self.functions.iter().find(|f| f.name == name).unwrap_or_else(|| panic!("{}: no function {name}", self.name))
+    }
+
     fn exclusive_share(&self, function: &str) -> f64 {
-        self.share(self.functions.iter().filter(|f| f.name == function).map(|f| f.exclusive).sum())
+        self.share(self.function(function).exclusive)
+    }
+
+    fn inclusive_share(&self, function: &str) -> f64 {
+        self.share(self.function(function).inclusive)
     }
 
     fn label(&self) -> String {
         self.bench.step().replace('_', " ")
     }
 }
-
-const BUCKETS: [(Bucket, &str); 5] = [
-    (Bucket::Sqlite, "SQLite"),
-    (Bucket::Storage, "storage/system"),
-    (Bucket::Allocator, "allocator"),
-    (Bucket::MemOps, "memcpy/memset/memcmp"),
-    (Bucket::Other, "other"),
-];
 
 /// The lowest and highest of `f` over the steps, each with its step: "a% (step) to b% (step)".
 fn range(steps: &[Step], f: impl Fn(&Step) -> f64) -> String {
@@ -110,13 +111,13 @@ fn render(steps: &[Step]) -> String {
          instructions, exclusive.\n\n| step | benchmark | instructions |",
         RECOMMENDED.name
     );
-    for (_, label) in BUCKETS {
-        let _ = write!(t, " {label} |");
+    for b in Bucket::ALL {
+        let _ = write!(t, " {} |", b.column());
     }
     t += "\n|---|---|---:|---:|---:|---:|---:|---:|\n";
     for s in steps {
         let _ = write!(t, "| {} | `{}` | {} |", s.label(), s.name, grouped(s.total));
-        for (b, _) in BUCKETS {
+        for b in Bucket::ALL {
             let _ = write!(t, " {:.1}% |", s.bucket_share(b));
         }
         t += "\n";
@@ -152,7 +153,7 @@ fn render(steps: &[Step]) -> String {
 fn findings(steps: &[Step]) -> String {
     let step = |b: Bench| steps.iter().find(|s| s.bench == b).unwrap();
     let clock = |s: &Step| s.exclusive_share("ic_cdk::api::time");
-    let inclusive = |s: &Step, f: &str| s.share(s.functions.iter().filter(|x| x.name == f).map(|x| x.inclusive).sum());
+    let default = |s: &Step| s.inclusive_share("ctimestampFunc");
     let (users, orders) = (step(Bench::InsertUsers), step(Bench::InsertOrders));
     format!(
         "\nWhat the profiles say:\n\
@@ -161,7 +162,7 @@ fn findings(steps: &[Step]) -> String {
          the system API fees): {}.\n\
          - **The clock**: `ic_cdk::api::time` (the `ic0.time` fee, one call per inserted row for the schema's \
          `DEFAULT CURRENT_TIMESTAMP`) is {:.1}% of insert users and {:.1}% of insert orders; the whole default \
-         (`datetimeFunc`, inclusive) {:.1}% and {:.1}%.\n\
+         (`ctimestampFunc`: the clock, the date computation and its formatting, inclusive) {:.1}% and {:.1}%.\n\
          - **The allocator**: {}.\n\
          - **Copies and comparisons** (the per-byte charge of `memory.copy`/`memory.fill`, memmove, memcmp): {}.\n",
         range(steps, |s| s.bucket_share(Bucket::Sqlite)),
@@ -169,8 +170,8 @@ fn findings(steps: &[Step]) -> String {
         range(steps, |s| s.bucket_share(Bucket::Storage)),
         clock(users),
         clock(orders),
-        inclusive(users, "datetimeFunc"),
-        inclusive(orders, "datetimeFunc"),
+        default(users),
+        default(orders),
         range(steps, |s| s.bucket_share(Bucket::Allocator)),
         range(steps, |s| s.bucket_share(Bucket::MemOps)),
     )
@@ -183,6 +184,15 @@ fn the_breakdown_is_generated_from_profiles_of_the_committed_results() {
             .unwrap()
             .expect("canbench_results.yml");
     let steps: Vec<Step> = BENCHES.into_iter().map(Step::read).collect();
+    // Exactly these profiles: one left from another profile or a renamed step fails here.
+    let mut files: Vec<String> = std::fs::read_dir(format!("{ROOT}/docs/profiles"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let mut wanted: Vec<String> = steps.iter().map(|s| format!("{}.tsv", s.name)).collect();
+    files.sort();
+    wanted.sort();
+    assert_eq!(files, wanted, "docs/profiles/ holds other files than the nine steps' profiles");
     for s in &steps {
         let committed =
             results.benches.get(&s.name).unwrap_or_else(|| panic!("{} is not in canbench_results.yml", s.name));

@@ -1,4 +1,6 @@
-//! The key-value report's charts, drawn with plotters' SVG backend. Without plotters' `ttf`
+//! The reports' chart primitives, and the charts of the Chia report and the results site, drawn
+//! with plotters' SVG backend (each report draws its own charts with these: `kv::charts`,
+//! `sysrepo`, `scaling`). Without plotters' `ttf`
 //! feature its text is written as SVG `<text>` elements (the browser picks the font), and layout
 //! uses plotters' built-in size estimate, so no font file is read and the output is a pure
 //! function of the results: the same results give byte-identical SVG, which the README test
@@ -8,13 +10,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use stablebench_grid::cells::{Backend, BACKENDS, NODESTORE_SIZES, SYSREPO_BACKENDS, TRIE_SIZES};
-use stablebench_grid::sysrepo::{Test, SIZES as SYSREPO_SIZES};
-
-use super::grouped;
-use super::kv::{op_title, op_unit, phase_per_op, w_avg_per_op, PHASES, TRIE_OPS};
-use super::results::Results;
-use super::sysrepo::mean_per_try;
+use stablebench_grid::cells::{Backend, BACKENDS};
 
 /// The colour of a backend's series (fixed per backend, so charts compare at a glance).
 pub fn colour(backend: Backend) -> RGBColor {
@@ -33,7 +29,7 @@ const PALETTE: [RGBColor; 4] =
 const GREY: RGBColor = RGBColor(127, 127, 127);
 
 /// Axis labels: `200`, `10k`, `1.5M`, `2B`.
-pub(super) fn compact(v: f64) -> String {
+pub(crate) fn compact(v: f64) -> String {
     let (scaled, unit) = match v.abs() {
         a if a >= 1e9 => (v / 1e9, "B"),
         a if a >= 1e6 => (v / 1e6, "M"),
@@ -47,7 +43,7 @@ pub(super) fn compact(v: f64) -> String {
 
 /// A log axis range around `values` from one power of ten to another (plotters labels a log
 /// axis from its first power of ten on), or `fallback` without values.
-fn log_range(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> (f64, f64) {
+pub(crate) fn log_range(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> (f64, f64) {
     let (lo, hi) = values.filter(|v| *v > 0.0).fold((f64::MAX, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
     if hi == 0.0 {
         return fallback;
@@ -57,7 +53,7 @@ fn log_range(values: impl Iterator<Item = f64>, fallback: (f64, f64)) -> (f64, f
 }
 
 /// Log axis labels on the 1-2-5 steps only (the other ticks stay unlabelled, as on log paper).
-fn log_label(v: f64) -> String {
+pub(crate) fn log_label(v: f64) -> String {
     if v <= 0.0 {
         return String::new();
     }
@@ -70,7 +66,7 @@ fn log_label(v: f64) -> String {
 }
 
 /// Splits a series at missing points, so a size a backend was not measured at leaves a gap.
-fn runs<X: Copy>(points: &[(X, Option<f64>)]) -> Vec<Vec<(X, f64)>> {
+pub(crate) fn runs<X: Copy>(points: &[(X, Option<f64>)]) -> Vec<Vec<(X, f64)>> {
     let mut out = vec![Vec::new()];
     for (x, y) in points {
         match y {
@@ -83,12 +79,19 @@ fn runs<X: Copy>(points: &[(X, Option<f64>)]) -> Vec<Vec<(X, f64)>> {
     out
 }
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 /// A backend's points: x, and the value where it was measured.
-type Series<X> = (Backend, Vec<(X, Option<f64>)>);
-type Drawn = Result<(), Box<dyn std::error::Error>>;
+pub(crate) type Series<X> = (Backend, Vec<(X, Option<f64>)>);
+pub(crate) type Drawn = Result<(), Box<dyn std::error::Error>>;
 
-fn not_measured(panel: &Area, what: &str) -> Drawn {
+/// The SVG `draw` writes into a string (which cannot fail with plotters' estimated font layout).
+pub(crate) fn svg(draw: impl FnOnce(&mut String) -> Drawn) -> String {
+    let mut svg = String::new();
+    draw(&mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
+    svg
+}
+
+pub(crate) fn not_measured(panel: &Area, what: &str) -> Drawn {
     let (w, h) = panel.dim_in_pixel();
     let style = TextStyle::from(("sans-serif", 16).into_font())
         .color(&RGBColor(120, 120, 120))
@@ -99,7 +102,7 @@ fn not_measured(panel: &Area, what: &str) -> Drawn {
 
 /// How a backend is drawn, for the shared legend.
 #[derive(Clone, Copy)]
-enum Mark {
+pub(crate) enum Mark {
     /// A line with points.
     Line,
     /// A filled bar.
@@ -108,7 +111,7 @@ enum Mark {
 
 /// One legend for all panels, in a strip under the title: a backend's colour means the same
 /// everywhere, and no panel's data hides behind a legend box.
-fn legend(strip: &Area, mark: Mark, backends: &[Backend]) -> Drawn {
+pub(crate) fn legend(strip: &Area, mark: Mark, backends: &[Backend]) -> Drawn {
     let keys: Vec<(RGBColor, &str)> = backends.iter().map(|b| (colour(*b), b.name())).collect();
     legend_keys(strip, mark, &keys)
 }
@@ -136,7 +139,10 @@ fn legend_keys(strip: &Area, mark: Mark, keys: &[(RGBColor, &str)]) -> Drawn {
 }
 
 /// A line legend in rows of three keys at the top of `root`; returns the area under it.
-fn legend_rows<'a>(root: &Area<'a>, keys: &[(RGBColor, &str)]) -> Result<Area<'a>, Box<dyn std::error::Error>> {
+pub(crate) fn legend_rows<'a>(
+    root: &Area<'a>,
+    keys: &[(RGBColor, &str)],
+) -> Result<Area<'a>, Box<dyn std::error::Error>> {
     let rows = keys.len().div_ceil(3).max(1);
     let (strips, rest) = root.split_vertically(28 * rows as u32);
     for (strip, keys) in strips.split_evenly((rows, 1)).iter().zip(keys.chunks(3)) {
@@ -147,7 +153,7 @@ fn legend_rows<'a>(root: &Area<'a>, keys: &[(RGBColor, &str)]) -> Result<Area<'a
 
 /// One panel of a line chart, both axes logarithmic: a line with points per backend (a point
 /// that was not measured splits its line: a gap, not a guess), "not measured yet" without data.
-fn line_panel(
+pub(crate) fn line_panel(
     panel: &Area,
     title: &str,
     x_range: (f64, f64),
@@ -160,14 +166,14 @@ fn line_panel(
 }
 
 /// A coloured line's points: x, and the value where it was measured.
-type Line = (RGBColor, Vec<(f64, Option<f64>)>);
+pub(crate) type Line = (RGBColor, Vec<(f64, Option<f64>)>);
 
 /// A chart on a panel with both axes logarithmic.
-type LogLog<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
+pub(crate) type LogLog<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<LogCoord<f64>, LogCoord<f64>>>;
 
 /// A panel's chart with both axes logarithmic, its mesh drawn: 1..9 per decade as key points,
 /// each a faint line, labels on 1-2-5 only.
-fn log_log_chart<'a, 'b>(
+pub(crate) fn log_log_chart<'a, 'b>(
     panel: &'a Area<'b>,
     title: &str,
     x_range: (f64, f64),
@@ -219,139 +225,6 @@ fn line_panel_keys(
     Ok(())
 }
 
-/// `docs/kv_trie.svg`: w_avg instructions per operation against keys in the database, both axes
-/// logarithmic, one line with points per backend, one panel per trie operation (2×2).
-pub fn trie(results: &Results) -> String {
-    let mut svg = String::new();
-    draw_trie(results, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
-    svg
-}
-
-fn draw_trie(results: &Results, svg: &mut String) -> Drawn {
-    {
-        let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(
-            "Key-value trie workload: instructions per operation (w_avg) against database size",
-            ("sans-serif", 22),
-        )?;
-        let (strip, grid) = root.split_vertically(36);
-        legend(&strip, Mark::Line, &BACKENDS)?;
-        let x_range = log_range(TRIE_SIZES.iter().map(|s| *s as f64), (1e2, 1e6));
-        for (panel, op) in grid.split_evenly((2, 2)).iter().zip(TRIE_OPS) {
-            let series: Vec<Series<f64>> = BACKENDS
-                .into_iter()
-                .map(|b| (b, TRIE_SIZES.map(|s| (s as f64, w_avg_per_op(results, op, s, b))).to_vec()))
-                .collect();
-            line_panel(panel, op_title(op), x_range, "keys in the database", op_unit(op), &series)?;
-        }
-        root.present()?;
-    }
-    Ok(())
-}
-
-/// `docs/sysrepo.svg`: mean instructions per try against the number of items, both axes
-/// logarithmic, one line per sysrepo backend, one panel per test of `panels` (2×2).
-pub fn sysrepo(results: &Results, panels: &[(Test, bool); 4]) -> String {
-    let mut svg = String::new();
-    draw_sysrepo(results, panels, &mut svg)
-        .expect("drawing to a String with plotters' estimated font layout cannot fail");
-    svg
-}
-
-fn draw_sysrepo(results: &Results, panels: &[(Test, bool); 4], svg: &mut String) -> Drawn {
-    {
-        let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root = root.titled(
-            "sysrepo datastore tests: instructions per try against items in the datastore",
-            ("sans-serif", 22),
-        )?;
-        let (strip, grid) = root.split_vertically(36);
-        legend(&strip, Mark::Line, &SYSREPO_BACKENDS)?;
-        let x_range = log_range(SYSREPO_SIZES.iter().map(|s| *s as f64), (1e3, 1e5));
-        for (panel, &(test, fresh)) in grid.split_evenly((2, 2)).iter().zip(panels) {
-            let title = format!("{}{}", test.title(), if fresh { " (fresh)" } else { "" });
-            let series: Vec<Series<f64>> = SYSREPO_BACKENDS
-                .into_iter()
-                .map(|b| (b, SYSREPO_SIZES.map(|s| (s as f64, mean_per_try(results, test, fresh, s, b))).to_vec()))
-                .collect();
-            line_panel(panel, &title, x_range, "items in the datastore (N)", "instructions per try", &series)?;
-        }
-        root.present()?;
-    }
-    Ok(())
-}
-
-/// `docs/kv_nodestore.svg`: instructions per operation in each NodeStore phase (logarithmic),
-/// one bar per backend and phase, one panel per object count.
-pub fn nodestore(results: &Results) -> String {
-    let mut svg = String::new();
-    draw_nodestore(results, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
-    svg
-}
-
-fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
-    {
-        let root = SVGBackend::with_string(svg, (1100, 520)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let root =
-            root.titled("NodeStore (rippled's timing test): instructions per operation per phase", ("sans-serif", 22))?;
-        let (strip, grid) = root.split_vertically(36);
-        legend(&strip, Mark::Bar, &BACKENDS)?;
-        for (panel, n) in grid.split_evenly((1, NODESTORE_SIZES.len())).iter().zip(NODESTORE_SIZES) {
-            let values: Vec<(usize, usize, f64)> = PHASES
-                .iter()
-                .enumerate()
-                .flat_map(|(i, p)| {
-                    BACKENDS
-                        .iter()
-                        .enumerate()
-                        .filter_map(move |(j, b)| Some((i, j, phase_per_op(results, *b, n, *p)?)))
-                })
-                .collect();
-            let (lo, hi) = log_range(values.iter().map(|(_, _, v)| *v), (1e3, 1e6));
-            let mut chart = ChartBuilder::on(panel)
-                .caption(format!("{} objects", grouped(n)), ("sans-serif", 18))
-                .margin(12)
-                .x_label_area_size(40)
-                .y_label_area_size(70)
-                .build_cartesian_2d(-0.5..PHASES.len() as f64 - 0.5, (lo..hi).log_scale())?;
-            // Phases are categories: label the integer positions only.
-            let phase_label = |x: &f64| {
-                let i = x.round();
-                match PHASES.get(i as usize) {
-                    Some(p) if (x - i).abs() < 1e-6 && i >= 0.0 => p.short_title().to_string(),
-                    _ => String::new(),
-                }
-            };
-            chart
-                .configure_mesh()
-                .x_labels(PHASES.len() + 1)
-                .y_labels(40)
-                .max_light_lines(0)
-                .bold_line_style(BLACK.mix(0.08))
-                .x_label_formatter(&phase_label)
-                .y_label_formatter(&|v| log_label(*v))
-                .y_desc("instructions per operation")
-                .label_style(("sans-serif", 12))
-                .axis_desc_style(("sans-serif", 14))
-                .disable_x_mesh()
-                .draw()?;
-            if values.is_empty() {
-                not_measured(panel, "NodeStore")?;
-            }
-            let width = 0.8 / BACKENDS.len() as f64;
-            chart.draw_series(values.iter().map(|&(i, j, v)| {
-                let x0 = i as f64 - 0.4 + j as f64 * width;
-                Rectangle::new([(x0, lo), (x0 + width * 0.9, v)], colour(BACKENDS[j]).filled())
-            }))?;
-        }
-        root.present()?;
-    }
-    Ok(())
-}
-
 /// One panel's lines: per series, x and the value where it was measured.
 pub type PanelLines = Vec<Vec<(f64, Option<f64>)>>;
 
@@ -360,10 +233,7 @@ pub type PanelLines = Vec<Vec<(f64, Option<f64>)>>;
 /// over the replay so far (right), one row per SQLite profile. `lines[row][col]` are the series of
 /// each panel, `names` the legend's (colour-indexed like the lines), `rows` the row titles.
 pub fn chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2]) -> String {
-    let mut svg = String::new();
-    draw_chia(names, rows, lines, &mut svg)
-        .expect("drawing to a String with plotters' estimated font layout cannot fail");
-    svg
+    svg(|s| draw_chia(names, rows, lines, s))
 }
 
 fn draw_chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2], svg: &mut String) -> Drawn {
@@ -400,7 +270,7 @@ fn draw_chia(names: &[&str], rows: &[&str; 2], lines: &[[PanelLines; 2]; 2], svg
 }
 
 /// Ten distinguishable colours (matplotlib's "tab10"), for charts with more series than backends.
-const TEN: [RGBColor; 10] = [
+pub(crate) const TEN: [RGBColor; 10] = [
     RGBColor(31, 119, 180),
     RGBColor(255, 127, 14),
     RGBColor(44, 160, 44),
@@ -412,93 +282,6 @@ const TEN: [RGBColor; 10] = [
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
 ];
-
-/// `docs/scaling.svg`: the nine users/orders steps against orders in the database, both axes
-/// logarithmic, one line per step: instructions per row (left) and of the whole step (right, with
-/// the 5 B query and 40 B update limits as horizontal lines). The projected size is joined to the
-/// last measured one by a dashed line and drawn without a point.
-pub fn scaling(curves: &[super::scaling::Curve]) -> String {
-    let mut svg = String::new();
-    draw_scaling(curves, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
-    svg
-}
-
-fn draw_scaling(curves: &[super::scaling::Curve], svg: &mut String) -> Drawn {
-    use super::scaling::{projected_per_row, projected_total};
-    use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
-    use stablebench_grid::users_orders::{PROJECTED_SCALE, SCALES};
-    let root = SVGBackend::with_string(svg, (1300, 640)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let root = root.titled(
-        "users/orders, journal_memory_temp_file: instructions against orders in the database (dashed: projected)",
-        ("sans-serif", 20),
-    )?;
-    // The step names are longer than a legend slot of the other charts.
-    let keys: Vec<(RGBColor, &str)> = curves.iter().enumerate().map(|(i, c)| (TEN[i % 10], c.bench.step())).collect();
-    let panels = legend_rows(&root, &keys)?;
-    let x_range = (SCALES[0] as f64 / 2.0, PROJECTED_SCALE as f64 * 2.0);
-    let (left, right) = panels.split_horizontally(650);
-    /// A panel: where, its titles, the measured and projected values it draws, its limit lines.
-    struct Side<'a, 'b> {
-        panel: &'a Area<'b>,
-        title: &'static str,
-        y_desc: &'static str,
-        pick: fn(&super::scaling::Curve, usize) -> Option<f64>,
-        project: fn(&super::scaling::Curve) -> Option<f64>,
-        limits: &'static [(u64, &'static str)],
-    }
-    let sides = [
-        Side {
-            panel: &left,
-            title: "per row",
-            y_desc: "instructions per row",
-            pick: |c, i| c.per_row(i),
-            project: projected_per_row,
-            limits: &[],
-        },
-        Side {
-            panel: &right,
-            title: "whole step",
-            y_desc: "instructions",
-            pick: |c, i| c.total(i),
-            project: projected_total,
-            limits: &[(QUERY_INSTRUCTION_LIMIT, "5 B query limit"), (UPDATE_INSTRUCTION_LIMIT, "40 B update limit")],
-        },
-    ];
-    for Side { panel, title, y_desc, pick, project, limits } in sides {
-        let lines: Vec<Line> = curves
-            .iter()
-            .enumerate()
-            .map(|(k, c)| (TEN[k % 10], (0..SCALES.len()).map(|i| (SCALES[i] as f64, pick(c, i))).collect()))
-            .collect();
-        let values = lines
-            .iter()
-            .flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y))
-            .chain(curves.iter().filter_map(project))
-            .chain(limits.iter().map(|(l, _)| *l as f64));
-        let y_range = log_range(values, (1.0, 1e3));
-        let mut chart =
-            log_log_chart(panel, title, x_range, y_range, "orders in the database (users: a tenth)", y_desc)?;
-        for &(limit, name) in limits {
-            let y = limit as f64;
-            chart.draw_series(LineSeries::new([(x_range.0, y), (x_range.1, y)], BLACK.mix(0.6).stroke_width(1)))?;
-            let style = TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Bottom));
-            chart.draw_series([Text::new(name.to_string(), (x_range.0 * 1.2, y * 1.1), style)])?;
-        }
-        for ((c, points), curve) in lines.iter().zip(curves) {
-            for run in runs(points) {
-                chart.draw_series(LineSeries::new(run, c.stroke_width(2)).point_size(4))?;
-            }
-            let last = SCALES.len() - 1;
-            if let (Some(y), Some(p)) = (pick(curve, last), project(curve)) {
-                let segment = [(SCALES[last] as f64, y), (PROJECTED_SCALE as f64, p)];
-                chart.draw_series(DashedLineSeries::new(segment, 6, 4, c.stroke_width(2)))?;
-            }
-        }
-    }
-    root.present()?;
-    Ok(())
-}
 
 /// One benchmark on a [`limits`] chart: its backend, instructions per call, and heap and stable
 /// memory growth in MiB.
@@ -513,9 +296,7 @@ const GROWTH_FLOOR_MIB: f64 = 0.01;
 /// `wasm_memory_limit` as a horizontal line on the heap panel. The headroom of every benchmark is
 /// its distance to those lines.
 pub fn limits(title: &str, points: &[LimitPoint]) -> String {
-    let mut svg = String::new();
-    draw_limits(title, points, &mut svg).expect("drawing to a String with plotters' estimated font layout cannot fail");
-    svg
+    svg(|s| draw_limits(title, points, s))
 }
 
 fn draw_limits(title: &str, points: &[LimitPoint], svg: &mut String) -> Drawn {
@@ -569,72 +350,7 @@ fn draw_limits(title: &str, points: &[LimitPoint], svg: &mut String) -> Drawn {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
-    use stablebench_grid::cells::{cells, Cache, Op};
-
-    use super::super::results::{Measurement, Record};
     use super::*;
-
-    fn results(skip: impl Fn(Backend, u64) -> bool) -> Results {
-        let mut named = BTreeMap::new();
-        for c in cells()
-            .into_iter()
-            .filter(|c| matches!(c.op, Op::TrieRead(_) | Op::TrieWrite(_)) && BACKENDS.contains(&c.backend))
-        {
-            if skip(c.backend, c.size) {
-                continue;
-            }
-            let per_iteration = 1_000 * (1 + BACKENDS.iter().position(|b| *b == c.backend).unwrap() as u64) * c.size;
-            let record = Record {
-                total: Measurement { calls: 50, instructions: 50 * per_iteration, ..Default::default() },
-                scopes: BTreeMap::from([(
-                    "w_avg".to_string(),
-                    Measurement { calls: 30, instructions: 30 * per_iteration, ..Default::default() },
-                )]),
-            };
-            named.insert(c.name(), record);
-        }
-        Results::new(named).unwrap()
-    }
-
-    fn stroke(b: Backend) -> String {
-        let RGBColor(r, g, bl) = colour(b);
-        format!("stroke=\"#{r:02X}{g:02X}{bl:02X}\"")
-    }
-
-    #[test]
-    fn the_trie_chart_is_deterministic() {
-        let r = results(|_, _| false);
-        assert_eq!(trie(&r), trie(&r));
-        assert_eq!(nodestore(&r), nodestore(&r));
-    }
-
-    #[test]
-    fn the_trie_chart_has_one_series_per_backend_in_every_panel() {
-        let svg = trie(&results(|_, _| false));
-        assert!(svg.starts_with("<svg"));
-        for b in BACKENDS {
-            // One legend entry (a line and a point), and per panel one line through all sizes.
-            assert_eq!(svg.lines().filter(|l| *l == b.name()).count(), 1, "{}", b.name());
-            let lines = svg.lines().filter(|l| l.starts_with("<polyline") && l.contains(&stroke(b))).count();
-            assert_eq!(lines, 1 + TRIE_OPS.len(), "{}", b.name());
-            let points = svg.lines().filter(|l| l.starts_with("<circle") && l.contains(&stroke(b))).count();
-            assert_eq!(points, 1 + TRIE_SIZES.len() * TRIE_OPS.len(), "{}", b.name());
-        }
-        assert!(svg.contains("instructions per read") && svg.contains("instructions per write"));
-        assert!(svg.contains(op_title(Op::TrieRead(Cache::Cold))));
-    }
-
-    #[test]
-    fn a_missing_size_splits_the_line_and_drops_the_point() {
-        let svg = trie(&results(|b, s| b == Backend::Sqlite && s == 10_000));
-        let b = Backend::Sqlite;
-        let lines = svg.lines().filter(|l| l.starts_with("<polyline") && l.contains(&stroke(b))).count();
-        assert_eq!(lines, 1 + 2 * TRIE_OPS.len());
-        let points = svg.lines().filter(|l| l.starts_with("<circle") && l.contains(&stroke(b))).count();
-        assert_eq!(points, 1 + (TRIE_SIZES.len() - 1) * TRIE_OPS.len());
-    }
 
     #[test]
     fn runs_break_at_gaps() {

@@ -4,13 +4,13 @@
 //! results and the grid's constants; a cell that was not measured leaves a gap ("–") or a
 //! "not measured yet" line, never a panic.
 
+mod charts;
 mod markdown;
 
 use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE, TRIE_SIZES};
 use stablebench_grid::ic::{self, prices};
 use stablebench_grid::profiles::Profile;
 
-use super::chart;
 use super::ratio_text;
 use super::results::{Measurement, Results};
 
@@ -122,10 +122,10 @@ pub fn db_weights(results: &Results) -> Vec<DbWeight> {
             let w = |op| w_avg_per_op(results, op, DB_WEIGHT_SIZE, backend);
             DbWeight {
                 backend,
-                read_warm: w(TRIE_OPS[0]),
-                read_cold: w(TRIE_OPS[1]),
-                write_warm: w(TRIE_OPS[2]),
-                write_cold: w(TRIE_OPS[3]),
+                read_warm: w(Op::TrieRead(Cache::Warm)),
+                read_cold: w(Op::TrieRead(Cache::Cold)),
+                write_warm: w(Op::TrieWrite(Cache::Warm)),
+                write_cold: w(Op::TrieWrite(Cache::Cold)),
             }
         })
         .collect()
@@ -273,8 +273,8 @@ pub fn generate(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: 
     let (patterns, dbweight) = (markdown::patterns(results), markdown::dbweight_table(results));
     KvReport {
         markdown: markdown::document(results, hits, command, date, &patterns, &dbweight),
-        trie_svg: chart::trie(results),
-        nodestore_svg: chart::nodestore(results),
+        trie_svg: charts::trie(results),
+        nodestore_svg: charts::nodestore(results),
         readme_dbweight: markdown::readme_dbweight(results, &dbweight),
         readme_nodestore: markdown::nodestore_summary(results),
         patterns,
@@ -396,8 +396,8 @@ mod tests {
 
     #[test]
     fn w_avg_per_op_divides_the_scope_by_its_calls_and_the_ops_per_iteration() {
-        let read = Cell { op: TRIE_OPS[0], size: 1_000, backend: Backend::StableBTreeMap, profile: None };
-        let write = Cell { op: TRIE_OPS[2], ..read };
+        let read = Cell { op: Op::TrieRead(Cache::Warm), size: 1_000, backend: Backend::StableBTreeMap, profile: None };
+        let write = Cell { op: Op::TrieWrite(Cache::Warm), ..read };
         // 30 middle iterations of 100 reads costing 4,200,000 each: 42,000 per read.
         let named = BTreeMap::from([
             (read.name(), trie_record(5_000_000, 4_200_000, Measurement::default())),

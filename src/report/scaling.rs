@@ -11,8 +11,10 @@ use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
 use stablebench_grid::users_orders::{PROJECTED_SCALE, SCALES};
 
 use super::results::{Measurement, Results};
-use super::{chart, grouped, human, mib};
+use super::{grouped, human, mib};
 use crate::bench::{Bench, Sizes, BENCHES};
+use crate::report::chart::{compact, Drawn};
+use plotters::prelude::*;
 
 /// Rows the measured step handles on a database of `sizes`, the unit of "per row": rows
 /// inserted, index entries built (both indexes), rows returned, orders deleted (and, for the
@@ -147,7 +149,7 @@ fn fit_text(f: Fit) -> String {
 
 /// `10k`, `2.7M`, `100M`: orders as the tables show them (the charts' axis labels).
 fn order_label(n: u64) -> String {
-    chart::compact(n as f64)
+    compact(n as f64)
 }
 
 /// Instructions per row, as a table cell: `1,234` or `12.3` below 100.
@@ -296,8 +298,92 @@ pub fn generate(results: &Results, command: &str, date: &str) -> Report {
          database outgrows between 1 M and 10 M orders.\n",
         memory_table(&curves)
     );
-    let svg = chart::scaling(&curves);
+    let svg = chart(&curves);
     Report { markdown: md, svg, readme: per_row }
+}
+
+/// `docs/scaling.svg`: the nine users/orders steps against orders in the database, both axes
+/// logarithmic, one line per step: instructions per row (left) and of the whole step (right, with
+/// the 5 B query and 40 B update limits as horizontal lines). The projected size is joined to the
+/// last measured one by a dashed line and drawn without a point.
+pub fn chart(curves: &[Curve]) -> String {
+    crate::report::chart::svg(|s| draw_scaling(curves, s))
+}
+
+fn draw_scaling(curves: &[Curve], svg: &mut String) -> Drawn {
+    use crate::report::chart::{legend_rows, log_log_chart, log_range, runs, Area, Line, TEN};
+    use plotters::style::text_anchor::{HPos, Pos, VPos};
+    let root = SVGBackend::with_string(svg, (1300, 640)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let root = root.titled(
+        "users/orders, journal_memory_temp_file: instructions against orders in the database (dashed: projected)",
+        ("sans-serif", 20),
+    )?;
+    // The step names are longer than a legend slot of the other charts.
+    let keys: Vec<(RGBColor, &str)> = curves.iter().enumerate().map(|(i, c)| (TEN[i % 10], c.bench.step())).collect();
+    let panels = legend_rows(&root, &keys)?;
+    let x_range = (SCALES[0] as f64 / 2.0, PROJECTED_SCALE as f64 * 2.0);
+    let (left, right) = panels.split_horizontally(650);
+    /// A panel: where, its titles, the measured and projected values it draws, its limit lines.
+    struct Side<'a, 'b> {
+        panel: &'a Area<'b>,
+        title: &'static str,
+        y_desc: &'static str,
+        pick: fn(&Curve, usize) -> Option<f64>,
+        project: fn(&Curve) -> Option<f64>,
+        limits: &'static [(u64, &'static str)],
+    }
+    let sides = [
+        Side {
+            panel: &left,
+            title: "per row",
+            y_desc: "instructions per row",
+            pick: |c, i| c.per_row(i),
+            project: projected_per_row,
+            limits: &[],
+        },
+        Side {
+            panel: &right,
+            title: "whole step",
+            y_desc: "instructions",
+            pick: |c, i| c.total(i),
+            project: projected_total,
+            limits: &[(QUERY_INSTRUCTION_LIMIT, "5 B query limit"), (UPDATE_INSTRUCTION_LIMIT, "40 B update limit")],
+        },
+    ];
+    for Side { panel, title, y_desc, pick, project, limits } in sides {
+        let lines: Vec<Line> = curves
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (TEN[k % 10], (0..SCALES.len()).map(|i| (SCALES[i] as f64, pick(c, i))).collect()))
+            .collect();
+        let values = lines
+            .iter()
+            .flat_map(|(_, p)| p.iter().filter_map(|(_, y)| *y))
+            .chain(curves.iter().filter_map(project))
+            .chain(limits.iter().map(|(l, _)| *l as f64));
+        let y_range = log_range(values, (1.0, 1e3));
+        let mut chart =
+            log_log_chart(panel, title, x_range, y_range, "orders in the database (users: a tenth)", y_desc)?;
+        for &(limit, name) in limits {
+            let y = limit as f64;
+            chart.draw_series(LineSeries::new([(x_range.0, y), (x_range.1, y)], BLACK.mix(0.6).stroke_width(1)))?;
+            let style = TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Left, VPos::Bottom));
+            chart.draw_series([Text::new(name.to_string(), (x_range.0 * 1.2, y * 1.1), style)])?;
+        }
+        for ((c, points), curve) in lines.iter().zip(curves) {
+            for run in runs(points) {
+                chart.draw_series(LineSeries::new(run, c.stroke_width(2)).point_size(4))?;
+            }
+            let last = SCALES.len() - 1;
+            if let (Some(y), Some(p)) = (pick(curve, last), project(curve)) {
+                let segment = [(SCALES[last] as f64, y), (PROJECTED_SCALE as f64, p)];
+                chart.draw_series(DashedLineSeries::new(segment, 6, 4, c.stroke_width(2)))?;
+            }
+        }
+    }
+    root.present()?;
+    Ok(())
 }
 
 #[cfg(test)]

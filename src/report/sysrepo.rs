@@ -11,9 +11,11 @@ use stablebench_grid::grouped;
 use stablebench_grid::ic::{QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT};
 use stablebench_grid::sysrepo::{Test, CHANGE_SUBS_MAX_SIZE, MAX_TRY_SCOPE, SIZES, TESTS, TRIES};
 
-use super::chart;
+use plotters::prelude::*;
+
 use super::human;
 use super::results::Results;
+use crate::report::chart::{legend, line_panel, log_range, Drawn, Mark, Series};
 
 /// The backend every comparison is against: the whole datastore (`blob`), as sysrepo's document
 /// compares with its first plugin, the JSON DS file.
@@ -94,7 +96,7 @@ pub fn generate(results: &Results, command: &str, date: &str) -> SysrepoReport {
     let findings = findings(results);
     SysrepoReport {
         markdown: document(results, command, date, &findings),
-        svg: chart::sysrepo(results, &CHART_PANELS),
+        svg: chart(results, &CHART_PANELS),
         readme: readme(&findings),
     }
 }
@@ -330,6 +332,36 @@ fn document(results: &Results, command: &str, date: &str, findings: &str) -> Str
         }
     }
     md
+}
+
+/// `docs/sysrepo.svg`: mean instructions per try against the number of items, both axes
+/// logarithmic, one line per sysrepo backend, one panel per test of `panels` (2×2).
+pub fn chart(results: &Results, panels: &[(Test, bool); 4]) -> String {
+    crate::report::chart::svg(|s| draw_sysrepo(results, panels, s))
+}
+
+fn draw_sysrepo(results: &Results, panels: &[(Test, bool); 4], svg: &mut String) -> Drawn {
+    {
+        let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let root = root.titled(
+            "sysrepo datastore tests: instructions per try against items in the datastore",
+            ("sans-serif", 22),
+        )?;
+        let (strip, grid) = root.split_vertically(36);
+        legend(&strip, Mark::Line, &SYSREPO_BACKENDS)?;
+        let x_range = log_range(SIZES.iter().map(|s| *s as f64), (1e3, 1e5));
+        for (panel, &(test, fresh)) in grid.split_evenly((2, 2)).iter().zip(panels) {
+            let title = format!("{}{}", test.title(), if fresh { " (fresh)" } else { "" });
+            let series: Vec<Series<f64>> = SYSREPO_BACKENDS
+                .into_iter()
+                .map(|b| (b, SIZES.map(|s| (s as f64, mean_per_try(results, test, fresh, s, b))).to_vec()))
+                .collect();
+            line_panel(panel, &title, x_range, "items in the datastore (N)", "instructions per try", &series)?;
+        }
+        root.present()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -165,7 +165,8 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          | setting | ic-rusqlite, `journal_memory_temp_file` | ic-sqlite-vfs `vfs_default` | ic-sqlite-vfs `vfs_cache_768mib` |\n\
          |---|---|---|---|\n",
     );
-    for name in ["page_size", "locking_mode", "journal_mode", "synchronous", "temp_store", "cache_size"] {
+    // The rows are the ic-rusqlite profile's pragmas, in the order it applies them.
+    for name in WORKLOADS.pragmas.iter().map(|p| p.name) {
         let v = |p: Profile| p.pragmas.iter().find(|q| q.name == name).map_or("–", |q| q.value);
         let _ = writeln!(md, "| `{name}` | {} | {} | {} |", v(WORKLOADS), v(VFS_DEFAULT), v(VFS_CACHE_768MIB));
     }
@@ -383,20 +384,21 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
     md.push_str(&choose);
     md.push_str(
         "\n## SQLite's build\n\n\
-         Measured apart, on 27 cells of ic-rusqlite's canister (docs/breakdown.md, \
-         `scripts/rusqlite-sqlite-build.sh`, 2026-11-25; not part of these results): ic-rusqlite with \
-         ic-sqlite-vfs's SQLite build (its 14 defines, `-Oz`) costs 3.0 % more in the median, 5.7-11.7 % \
-         more on the bulk steps and 23 % more on the index build (its `SQLITE_TEMP_STORE=3`), and within \
-         ±1.2 % on a single-put commit. So the build explains most of ic-sqlite-vfs's extra cost on bulk \
-         SQL and none of its extra cost per commit. Its defines alone save ic-rusqlite 0.3-3.3 % on \
-         key-value calls; the one it can switch at run time (`SQLITE_CONFIG_MEMSTATUS` off) saves 0.5 % in \
-         the median and is not adopted, since it disables SQLite's heap limits.\n\n\
+         Measured apart, on 27 cells of ic-rusqlite's canister (`scripts/rusqlite-sqlite-build.sh`, \
+         2026-11-25; not part of these results, so its figures are not repeated here: they are in `git show \
+         d5f8092:docs/breakdown.md`, and docs/breakdown.md says what they showed): ic-rusqlite with \
+         ic-sqlite-vfs's SQLite build (its 14 defines, `-Oz`) costs a few percent more in the median, more \
+         on the bulk steps and most on the index build (its `SQLITE_TEMP_STORE=3`), and about the same on a \
+         single-put commit. So the build explains most of ic-sqlite-vfs's extra cost on bulk SQL and none \
+         of its extra cost per commit. Its defines alone save ic-rusqlite a little on key-value calls; the \
+         one it can switch at run time (`SQLITE_CONFIG_MEMSTATUS` off) saves under one percent in the \
+         median and is not adopted, since it disables SQLite's heap limits.\n\n\
          ## Not measured yet\n\n\
          - ic-sqlite-vfs's own statement API (its `prepare_cached`, `query_row`) instead of rusqlite over its \
          connections.\n\
          - SQLite for ic-rusqlite built with a current clang (WASI SDK) and a reduced set of defines: a \
-         machine with rustup alone cannot build it, and Debian's clang 14 loses 1.3 % in the median to the \
-         shipped clang 20 archive.\n",
+         machine with rustup alone cannot build it, and Debian's clang 14 loses more to the shipped clang 20 \
+         archive than the defines win.\n",
     );
     let readme = format!(
         "ic-sqlite-vfs 2.1 against ic-rusqlite (`journal_memory_temp_file`), same SQL and Rust code, same cache \
