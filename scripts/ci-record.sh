@@ -75,7 +75,7 @@ row = {"commit": commit, "date": date, "caches": caches, "total": end, "toolchai
 for i, n in enumerate(order):
     row[n] = (starts[order[i + 1]] if i + 1 < len(order) else end) - starts[n]
     if row[n] < 0:
-        sys.exit(f"{log_path}: phase {n} starts before phase {order[i - 1]}: not the order scripts/test.sh runs them in")
+        sys.exit(f"{log_path}: phase {n} ends before it starts: not the order scripts/test.sh runs the phases in")
 row["nextest"] = "+".join(s for s, _, _ in nextest)
 row["tests_run"] = "+".join(n for _, n, _ in nextest)
 row["grid_wall"] = "+".join(walls)

@@ -185,6 +185,18 @@ fn document(
     findings: &str,
 ) -> String {
     let mut out = String::new();
+    head(&mut out, results, command, date, findings);
+    replay_tables(&mut out, results, facts);
+    cost_against_size(&mut out);
+    reads(&mut out, results);
+    pages_per_coin(&mut out, results, pages);
+    mainnet_projection(&mut out, results, pages);
+    not_measured(&mut out);
+    out
+}
+
+/// What the original measured and how this replays it, the schemas, and the findings.
+fn head(out: &mut String, results: &Results, command: &str, date: &str, findings: &str) {
     let _ = writeln!(
         out,
         "# Chia coin store on the IC: schemas keyed by 32-byte hashes\n\n\
@@ -207,7 +219,7 @@ fn document(
         whose = results.model().whose(),
         described = results.model().described(),
     );
-    out += "| schema | ports | what it stores |\n|---|---|---|\n";
+    *out += "| schema | ports | what it stores |\n|---|---|---|\n";
     for s in SCHEMAS {
         let what = match s {
             Schema::V2 => "`coin_record` keyed by the 32-byte coin name (a B-tree insert at a random place per coin), a commit per block",
@@ -219,8 +231,11 @@ fn document(
         let _ = writeln!(out, "| `{}` | `{}` | {what} |", s.name(), s.original());
     }
     let _ = writeln!(out, "\n## Findings\n\n{findings}");
+}
 
-    out += "## The replay, REPORT.md's table\n\n\
+/// REPORT.md's table: the replay into each schema, per size and profile.
+fn replay_tables(out: &mut String, results: &Results, facts: &[(u64, ChainFacts)]) {
+    *out += "## The replay, REPORT.md's table\n\n\
             Instructions to replay the chain into an empty schema (every `accept_block` and the final flush, \
             in one message), per created coin and per spend (the same total divided by each), against `v2` \
             (×faster green / ×slower red, always ≥ 1), and the stable memory and heap the replay grew (64 KiB \
@@ -257,10 +272,13 @@ fn document(
                     if t.instructions <= UPDATE_INSTRUCTION_LIMIT { "yes" } else { "**no**" },
                 );
             }
-            out += "\n";
+            *out += "\n";
         }
     }
+}
 
+/// The chart of cost against coins stored.
+fn cost_against_size(out: &mut String) {
     let largest = SIZES[SIZES.len() - 1];
     let _ = writeln!(
         out,
@@ -273,7 +291,11 @@ fn document(
         grouped(CHUNK_COINS),
         grouped(largest)
     );
+}
 
+/// The reads and the rewind after the replay, at the largest size.
+fn reads(out: &mut String, results: &Results) {
+    let largest = SIZES[SIZES.len() - 1];
     let _ = writeln!(
         out,
         "## Reads after the replay (not in the original)\n\n\
@@ -305,7 +327,11 @@ fn document(
             );
         }
     }
+}
 
+/// Stable pages dirtied per coin when the blocks come in messages (`chia_pages_results.yml`).
+fn pages_per_coin(out: &mut String, results: &Results, pages: &PagesResults) {
+    let largest = SIZES[SIZES.len() - 1];
     let _ = writeln!(
         out,
         "\n## Stable pages dirtied per coin: the write amplification, per message\n\n\
@@ -350,7 +376,11 @@ fn document(
             per(p.single.message_instructions, p.single.messages),
         );
     }
+}
 
+/// What replaying mainnet's coins in messages would cost, projected from the per-coin costs.
+fn mainnet_projection(out: &mut String, results: &Results, pages: &PagesResults) {
+    let largest = SIZES[SIZES.len() - 1];
     let _ = writeln!(
         out,
         "\n## What replaying mainnet would cost\n\n\
@@ -395,17 +425,21 @@ fn document(
             prices::usd(sc)
         );
     }
-    out += "\n## Not measured\n\n\
+}
+
+/// What the report does not measure, and why.
+fn not_measured(out: &mut String) {
+    *out += "\n## Not measured\n\n\
             - **1,000,000 coins** is not in the grid. canbench's limit would allow it, but one replay of `v2` \
-            took 196 s of runner wall time cache-rich and 64 s cache-poor, which would push the CI run (every \
-            benchmark, every commit) past its 60-minute budget. Measured once while this report was written, \
-            by adding 1,000,000 to `stablebench_grid::chia::SIZES` and running `scripts/bench.sh chia_v2_1m`: \
-            238.05 B instructions cache-rich and 148.24 B cache-poor (the second faster: a page cache as large \
-            as a million-coin database costs more to manage in the heap than the stable-memory reads it \
-            saves). Neither fits one update message; `bench_chia_blocks` replays any size in messages.\n\
+            takes minutes of runner wall time under each profile, which would push the CI run (every \
+            benchmark, every commit) past its budget. It was measured once while this report was written \
+            (add 1,000,000 to `stablebench_grid::chia::SIZES` and run `scripts/bench.sh chia_v2_1m`; that \
+            run's figures are in `git show 2570ccd:docs/chia.md`, not repeated here because no test reruns \
+            them): cache-poor was the cheaper (a page cache as large as a million-coin database costs more \
+            to manage in the heap than the stable-memory reads it saves), and neither fits one update \
+            message; `bench_chia_blocks` replays any size in messages.\n\
             - The original's real replay file (2.1 GB) cannot be shipped into a canister; the synthetic \
             chain keeps its shape (rewards, spend ratio, coin naming) but not its exact coins.\n";
-    out
 }
 
 /// The plain-words findings, computed from the results.

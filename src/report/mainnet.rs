@@ -427,6 +427,56 @@ pub fn generate(
     let n_cells = ratios.len();
 
     let mut md = String::new();
+    method(&mut md, command, date);
+    let _ = writeln!(
+        md,
+        "Over the {n_cells} benchmarks priced both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
+         canbench's. {changed} of the {} answers below differ between the two.\n",
+        answers.len()
+    );
+    let _ = writeln!(md, "## The answers, under each model\n");
+    md += &answers_table(&answers);
+    let _ = writeln!(md, "\n## One operation per call: key-value stores at {} keys\n", grouped(DB_WEIGHT_SIZE));
+    let _ = writeln!(
+        md,
+        "The trie cells' 50 iterations, each a message of its own on mainnet (per call: the total \
+         over the iterations divided by 50; the DbWeight tables use the trimmed mean, w_avg).\n"
+    );
+    md += &per_call_table(&kv_rows);
+    let _ = writeln!(
+        md,
+        "\n## Bulk steps: users/orders at {} orders, profile `{}`\n",
+        grouped(Sizes::REFERENCE.orders),
+        DEFAULT.name
+    );
+    md += &per_call_table(&uo_rows);
+    let _ = writeln!(
+        md,
+        "\n## The recommendation against the bulk-load profile\n\n`{}` (the recommendation on mainnet) against \
+         `{}` (the bulk-load profile, the recommendation under canbench's model), step by step: below 1 the \
+         recommendation is cheaper.\n",
+        DEFAULT.name, WORKLOADS.name
+    );
+    md += &versus_table(canbench, ic, DEFAULT, WORKLOADS);
+    let _ = writeln!(
+        md,
+        "\n## Pages per scope: NodeStore's phases at {} objects\n\nEach phase is a canbench-rs scope \
+         of one message (the seven run back to back). The runner finds the two counter reads that \
+         time each scope (canbench-rs reads the counter where a scope starts and where it ends) and \
+         counts the pages first touched between them: a page an earlier phase touched is not \
+         charged again. Every benchmark's placeable scopes (those that ran once inside a measured \
+         part) have their pages in `mainnet_results.yml` (`scope_pages`), and the mainnet figures of \
+         these phases are derived from them (`IcPricing::Scopes`).\n",
+        grouped(NODESTORE_SIZES.into_iter().max().unwrap_or(0))
+    );
+    md += &phases_table(canbench, ic, scope_pages);
+    canbench_summaries(&mut md, canbench, command, date);
+    let readme = readme(&answers, &kv_rows, (lo, hi), changed, date);
+    MainnetReport { markdown: md, readme }
+}
+
+/// The page's head: why two figures, how the second is measured, where whole messages are.
+fn method(md: &mut String, command: &str, date: &str) {
     let _ = writeln!(md, "# What the benchmarks cost on mainnet\n");
     let _ = writeln!(
         md,
@@ -478,48 +528,10 @@ pub fn generate(
          [per_call_profiles.md](per_call_profiles.md) (one key-value call under every pragma \
          profile).\n"
     );
-    let _ = writeln!(
-        md,
-        "Over the {n_cells} benchmarks priced both ways, mainnet's figure is {lo:.2}× to {hi:.0}× \
-         canbench's. {changed} of the {} answers below differ between the two.\n",
-        answers.len()
-    );
-    let _ = writeln!(md, "## The answers, under each model\n");
-    md += &answers_table(&answers);
-    let _ = writeln!(md, "\n## One operation per call: key-value stores at {} keys\n", grouped(DB_WEIGHT_SIZE));
-    let _ = writeln!(
-        md,
-        "The trie cells' 50 iterations, each a message of its own on mainnet (per call: the total \
-         over the iterations divided by 50; the DbWeight tables use the trimmed mean, w_avg).\n"
-    );
-    md += &per_call_table(&kv_rows);
-    let _ = writeln!(
-        md,
-        "\n## Bulk steps: users/orders at {} orders, profile `{}`\n",
-        grouped(Sizes::REFERENCE.orders),
-        DEFAULT.name
-    );
-    md += &per_call_table(&uo_rows);
-    let _ = writeln!(
-        md,
-        "\n## The recommendation against the bulk-load profile\n\n`{}` (the recommendation on mainnet) against \
-         `{}` (the bulk-load profile, the recommendation under canbench's model), step by step: below 1 the \
-         recommendation is cheaper.\n",
-        DEFAULT.name, WORKLOADS.name
-    );
-    md += &versus_table(canbench, ic, DEFAULT, WORKLOADS);
-    let _ = writeln!(
-        md,
-        "\n## Pages per scope: NodeStore's phases at {} objects\n\nEach phase is a canbench-rs scope \
-         of one message (the seven run back to back). The runner finds the two counter reads that \
-         time each scope (canbench-rs reads the counter where a scope starts and where it ends) and \
-         counts the pages first touched between them: a page an earlier phase touched is not \
-         charged again. Every benchmark's placeable scopes (those that ran once inside a measured \
-         part) have their pages in `mainnet_results.yml` (`scope_pages`), and the mainnet figures of \
-         these phases are derived from them (`IcPricing::Scopes`).\n",
-        grouped(NODESTORE_SIZES.into_iter().max().unwrap_or(0))
-    );
-    md += &phases_table(canbench, ic, scope_pages);
+}
+
+/// The reports' summaries again, computed from canbench's figures alone.
+fn canbench_summaries(md: &mut String, canbench: &Results, command: &str, date: &str) {
     let _ = writeln!(md, "\n## The same summaries as canbench reports them\n");
     let _ = writeln!(
         md,
@@ -538,7 +550,10 @@ pub fn generate(
     let _ = writeln!(md, "### ic-rusqlite against ic-sqlite-vfs\n\n{}", super::for_docs_page(&vfs_cb.readme));
     let scaling_cb = super::scaling::generate(canbench, command, date);
     let _ = writeln!(md, "### Scaling\n\n{}", super::for_docs_page(&scaling_cb.readme));
+}
 
+/// The README's summary: the range of the two figures, the answers that differ, the per-call table.
+fn readme(answers: &[Answer], kv_rows: &[Row], (lo, hi): (f64, f64), changed: usize, date: &str) -> String {
     let mut readme = String::new();
     let _ = writeln!(
         readme,
@@ -554,8 +569,8 @@ pub fn generate(
     let readme_answers: Vec<Answer> = answers.iter().filter(|a| a.topic != Topic::Sysrepo).cloned().collect();
     readme += &answers_table(&readme_answers);
     let _ = writeln!(readme);
-    readme += &per_call_table(&kv_rows);
-    MainnetReport { markdown: md, readme }
+    readme += &per_call_table(kv_rows);
+    readme
 }
 
 #[cfg(test)]

@@ -229,6 +229,14 @@ fn readme(findings: &str) -> String {
 
 fn document(results: &Results, command: &str, date: &str, findings: &str) -> String {
     let mut md = String::new();
+    intro(&mut md, results, command, date, findings);
+    method(&mut md, results);
+    tables(&mut md, results);
+    md
+}
+
+/// What sysrepo's test is, the chart, the findings and the backends.
+fn intro(md: &mut String, results: &Results, command: &str, date: &str, findings: &str) {
     let _ = write!(
         md,
         "# sysrepo on the IC: the whole datastore against stores of diffs\n\n\
@@ -265,6 +273,10 @@ fn document(results: &Results, command: &str, date: &str, findings: &str) -> Str
         };
         let _ = writeln!(md, "- **`{}`**: {what}.", b.name());
     }
+}
+
+/// How the port differs from sysrepo, the quirks it keeps and the limits it checks.
+fn method(md: &mut String, results: &Results) {
     let _ = write!(
         md,
         "\n**Cached** tests keep the decoded datastore in the heap (`sr_cache_running`): reads and the diff need no \
@@ -295,6 +307,10 @@ fn document(results: &Results, command: &str, date: &str, findings: &str) -> Str
         TRIES - 1,
         file = results.model().file(),
     );
+}
+
+/// One table per size and backend: every test's mean per try against the baseline.
+fn tables(md: &mut String, results: &Results) {
     for size in SIZES {
         for backend in SYSREPO_BACKENDS {
             let name = backend.name();
@@ -331,7 +347,6 @@ fn document(results: &Results, command: &str, date: &str, findings: &str) -> Str
             );
         }
     }
-    md
 }
 
 /// `docs/sysrepo.svg`: mean instructions per try against the number of items, both axes

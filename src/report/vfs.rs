@@ -134,6 +134,25 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         return VfsReport { markdown: format!("# SQLite: ic-rusqlite against ic-sqlite-vfs\n\n{none}"), readme: none };
     }
     let mut md = String::new();
+    intro(&mut md, results, command, date);
+    settings(&mut md);
+    let uo_ratios = users_orders(&mut md, results);
+    let mut ratios = Ratios::default();
+    trie(&mut md, results, &mut ratios);
+    nodestore(&mut md, results, &mut ratios);
+    let choose = choose(&ratios, &uo_ratios);
+    md.push_str("\n## Which to choose\n\n");
+    md.push_str(&choose);
+    build_notes(&mut md);
+    let readme = format!(
+        "ic-sqlite-vfs 2.1 against ic-rusqlite (`journal_memory_temp_file`), same SQL and Rust code, same cache \
+         budget (`docs/vfs.md`, results of {date}):\n\n{choose}"
+    );
+    VfsReport { markdown: md, readme }
+}
+
+/// The page's head: what is compared, from which files.
+fn intro(md: &mut String, results: &Results, command: &str, date: &str) {
     let _ = write!(
         md,
         "# SQLite: ic-rusqlite against ic-sqlite-vfs\n\n\
@@ -158,6 +177,10 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         whose = results.model().whose(),
         described = results.model().described(),
     );
+}
+
+/// The settings of both libraries side by side.
+fn settings(md: &mut String) {
     md.push_str(
         "## Settings\n\n\
          ic-sqlite-vfs fixes its pragmas (`src/db/pragmas.rs`) except the per-connection `cache_size`, which \
@@ -177,8 +200,10 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          and a transaction across two `Db::update` calls. A negative `cache_size` is KiB: `-786432` is the \
          768 MiB our canister allows its cache under the default 3 GiB `wasm_memory_limit`.\n\n",
     );
+}
 
-    // Users/orders.
+/// The users/orders table; returns ic-sqlite-vfs's cost against ic-rusqlite's per step.
+fn users_orders(md: &mut String, results: &Results) -> Vec<(Bench, f64)> {
     md.push_str(
         "## Users/orders (reference size: 100,000 users, 1,000,000 orders)\n\n\
          Each step as one canbench query on a fresh canister; for ic-sqlite-vfs the measured step is one \
@@ -215,7 +240,11 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         );
     }
 
-    // Key-value: DbWeight.
+    uo_ratios
+}
+
+/// The DbWeight tables at each size, their ratios pushed to `ratios`.
+fn trie(md: &mut String, results: &Results, ratios: &mut Ratios) {
     md.push_str(
         "\n## Key-value: Substrate's trie benchmark (the IC DbWeight)\n\n\
          Substrate's w_avg per operation: a read is one point lookup of a 32-byte key in `Db::query` \
@@ -226,7 +255,6 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          and with ic-sqlite-vfs's 16 KiB pages (`journal_memory_temp_file_page_16k`, nothing else \
          changed), so that the page size and the storage path can be told apart.\n\n",
     );
-    let mut ratios = Ratios::default();
     for size in VFS_TRIE_SIZES {
         let _ = writeln!(
             md,
@@ -266,8 +294,10 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         }
         md.push('\n');
     }
+}
 
-    // NodeStore.
+/// The NodeStore tables, their ratios pushed to `ratios`.
+fn nodestore(md: &mut String, results: &Results, ratios: &mut Ratios) {
     md.push_str(
         "## Key-value: rippled's NodeStore (objects of 1-2 KiB)\n\n\
          Instructions per object of each phase (`docs/kv.md` has the method), on the same three SQLite \
@@ -300,8 +330,10 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
         }
         md.push('\n');
     }
+}
 
-    // What to choose, from the numbers.
+/// "Which to choose", every ranking computed from the ratios.
+fn choose(ratios: &Ratios, uo_ratios: &[(Bench, f64)]) -> String {
     let (ulo, uhi) = span(uo_ratios.iter().map(|(_, r)| *r)).unwrap_or((f64::NAN, f64::NAN));
     let mut choose = String::new();
     let write_vs_4k = ratios.span(Bucket::VfsVs4k, Class::Write, None);
@@ -380,8 +412,11 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          (`sqlite_vfs_rowid` against `sqlite_rowid`): ic-sqlite-vfs opens a read-only connection in every \
          query call, and its `post_upgrade` has no file system to mount.",
     );
-    md.push_str("\n## Which to choose\n\n");
-    md.push_str(&choose);
+    choose
+}
+
+/// What was measured apart, and what not yet.
+fn build_notes(md: &mut String) {
     md.push_str(
         "\n## SQLite's build\n\n\
          Measured apart, on 27 cells of ic-rusqlite's canister (`scripts/rusqlite-sqlite-build.sh`, \
@@ -400,9 +435,4 @@ pub fn generate(results: &Results, command: &str, date: &str) -> VfsReport {
          machine with rustup alone cannot build it, and Debian's clang 14 loses more to the shipped clang 20 \
          archive than the defines win.\n",
     );
-    let readme = format!(
-        "ic-sqlite-vfs 2.1 against ic-rusqlite (`journal_memory_temp_file`), same SQL and Rust code, same cache \
-         budget (`docs/vfs.md`, results of {date}):\n\n{choose}"
-    );
-    VfsReport { markdown: md, readme }
 }

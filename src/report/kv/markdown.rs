@@ -453,6 +453,13 @@ pub(super) fn nodestore_summary(results: &Results) -> String {
 }
 
 fn budget_section(md: &mut String, results: &Results) {
+    one_message_budget(md, results);
+    bulk_loads(md, results);
+    heap_per_key(md, results);
+}
+
+/// One operation per message: each trie cell's share of its message's limit.
+fn one_message_budget(md: &mut String, results: &Results) {
     let (update, query) = (ic::UPDATE_INSTRUCTION_LIMIT, ic::QUERY_INSTRUCTION_LIMIT);
     let _ = write!(
         md,
@@ -524,7 +531,11 @@ fn budget_section(md: &mut String, results: &Results) {
             }
         }
     }
+}
 
+/// The setups' bulk loads and NodeStore's phases against one update's limit.
+fn bulk_loads(md: &mut String, results: &Results) {
+    let update = ic::UPDATE_INSTRUCTION_LIMIT;
     let _ = write!(
         md,
         "\n### Bulk loads\n\n\
@@ -592,7 +603,10 @@ fn budget_section(md: &mut String, results: &Results) {
             );
         }
     }
+}
 
+/// Heap growth per key, and where the heap would run out (extrapolated).
+fn heap_per_key(md: &mut String, results: &Results) {
     let mem = ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES;
     let _ = write!(
         md,
@@ -705,6 +719,16 @@ fn flag(instructions: u64, limit: u64) -> &'static str {
 /// "Which backend for which pattern": sentences computed from the results.
 pub(super) fn patterns(results: &Results) -> String {
     let mut out = String::new();
+    trie_patterns(&mut out, results);
+    nodestore_patterns(&mut out, results);
+    if out.is_empty() {
+        out = not_measured("key-value");
+    }
+    out
+}
+
+/// The patterns the trie cells answer: reads warm and cold, writes, upgrades, the heap.
+fn trie_patterns(out: &mut String, results: &Results) {
     let at = grouped(DB_WEIGHT_SIZE);
     let weights = db_weights(results);
     let ranked = |pick: fn(&DbWeight) -> Option<f64>| {
@@ -780,6 +804,10 @@ pub(super) fn patterns(results: &Results) -> String {
             heap.join(", ")
         );
     }
+}
+
+/// The patterns NodeStore answers: batching, random fetches, SQLite's table layout and page size.
+fn nodestore_patterns(out: &mut String, results: &Results) {
     if let Some(n) = NODESTORE_SIZES.into_iter().rev().find(|n| results.any(|c| c.op == Op::NodeStore && c.size == *n))
     {
         for b in BACKENDS.into_iter().filter(|b| b.is_sqlite()) {
@@ -859,10 +887,6 @@ pub(super) fn patterns(results: &Results) -> String {
             }
         }
     }
-    if out.is_empty() {
-        out = not_measured("key-value");
-    }
-    out
 }
 
 fn lowercase_first(s: &str) -> String {
