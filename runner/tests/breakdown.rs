@@ -37,6 +37,8 @@ struct Step {
     name: String,
     total: u64,
     functions: Vec<Function>,
+    /// Exclusive instructions per bucket (by each function's name).
+    buckets: BTreeMap<Bucket, u64>,
 }
 
 impl Step {
@@ -55,24 +57,19 @@ impl Step {
             })
             .collect();
         let total = functions.iter().map(|f| f.exclusive).sum();
-        Step { bench, name, total, functions }
+        let mut buckets = BTreeMap::new();
+        for f in &functions {
+            *buckets.entry(bucket(&f.name)).or_default() += f.exclusive;
+        }
+        Step { bench, name, total, functions, buckets }
     }
 
     fn share(&self, n: u64) -> f64 {
         100.0 * n as f64 / self.total as f64
     }
 
-    /// Exclusive instructions per bucket.
-    fn buckets(&self) -> BTreeMap<Bucket, u64> {
-        let mut b = BTreeMap::new();
-        for f in &self.functions {
-            *b.entry(bucket(&f.name)).or_default() += f.exclusive;
-        }
-        b
-    }
-
     fn bucket_share(&self, b: Bucket) -> f64 {
-        self.share(self.buckets().get(&b).copied().unwrap_or(0))
+        self.share(self.buckets.get(&b).copied().unwrap_or(0))
     }
 
     /// The function's row: the findings name functions, and one renamed or inlined away must
