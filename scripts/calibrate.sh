@@ -13,7 +13,7 @@
 # canbench's CI recorded on PocketIC at that commit. It writes the pairs to calibration/results.csv
 # and each set's pinned fields, the run's date and the runner's commit to calibration/sets.csv
 # (the rows of sets not run stay). Then
-#   STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench --test calibration
+#   STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench-report --test calibration
 # regenerates docs/calibration.md's figures from those files (the test fails while they differ);
 # the doc explains the deviations.
 #
@@ -126,7 +126,7 @@ done
 [ ${#pair_args[@]} -gt 3 ] || die "no set selected"
 
 # The pairing: canbench's results YAML (fixed layout) against the runner's CSV, into
-# calibration/results.csv and calibration/sets.csv (tests/calibration.rs reads both).
+# calibration/results.csv and calibration/sets.csv (report/tests/calibration.rs reads both).
 python3 - "${pair_args[@]}" <<'PY'
 import csv
 import os
@@ -226,7 +226,7 @@ n = merge(f"{out_dir}/results.csv", ["set", "directory", "benchmark", "scope"] +
 merge(f"{out_dir}/sets.csv", "set,repository,commit,toolchain,canbench,pocketic,run_date,runner".split(","), list(sets.values()), sets)
 print(
     f"wrote {out_dir}/results.csv ({n} rows) and {out_dir}/sets.csv; now regenerate docs/calibration.md:\n"
-    "  STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench --test calibration",
+    "  STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench-report --test calibration",
     file=sys.stderr,
 )
 PY

@@ -94,5 +94,5 @@ with open(out, "w", newline="") as f:
 print(f"recorded {commit} ({caches} caches, {date}): {end} s")
 PY
 ensure_rust
-STABLEBENCH_REGENERATE_CI_RUNS=1 cargo test --locked --release --test ci_runs >&2
+STABLEBENCH_REGENERATE_CI_RUNS=1 cargo test --locked --release -p stablebench-report --test ci_runs >&2
 log "wrote ci_runs.csv and docs/runner.md's table"

@@ -35,5 +35,5 @@ STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-r
 # docs/breakdown.md's tables, from the profiles scripts/site-flamegraphs.sh committed in docs/profiles/.
 STABLEBENCH_REGENERATE_BREAKDOWN=1 cargo test --locked --release -p stablebench-runner --test breakdown >&2
 # Last: the site's index (docs/site/) quotes docs/per-call.md's table just rewritten.
-cargo test --locked --release --test readme >&2
+cargo test --locked --release -p stablebench-report --test readme >&2
 log "wrote docs/results.{md,svg}, docs/kv.md, docs/kv_{trie,nodestore}.svg, docs/sysrepo.{md,svg}, chia_pages_results.yml, docs/chia.{md,svg}, docs/vfs.md, docs/scaling.{md,svg}, per_call_results.yml, docs/breakdown.md's tables, the generated tables of README.md and docs/ and the results site docs/site/ (results of $STABLEBENCH_RESULTS_DATE)"

@@ -13,7 +13,7 @@
 # check instead of passing it. First it loads a canary page with a deliberate script error, a
 # console warning and a missing image, in both ways the pages are loaded (DOM and screenshot), and
 # fails unless the log shows all three each time, so a change in how Chromium logs cannot turn the
-# check into one that always passes. tests/readme.rs checks, without a browser, that every link and
+# check into one that always passes. report/tests/readme.rs checks, without a browser, that every link and
 # image of the site resolves.
 source "$(dirname "$0")/lib.sh"
 

@@ -8,15 +8,13 @@
 # more, largest first, and the new ones). scripts/test.sh writes it after the grid's --check run.
 #
 # STABLEBENCH_REPORT: a stablebench-report binary already built (scripts/test.sh passes the one its
-# workspace tests built: their dev-dependency enables the `report` feature, so they build it too;
-# building it again here with the package's own feature set recompiled nine crates, 24 s on 2
-# cores in a fresh clone).
+# workspace tests built for report/tests/compare.rs, instead of building it again).
 source "$(dirname "$0")/lib.sh"
 
 report=${STABLEBENCH_REPORT:-}
 if [ -z "$report" ]; then
   ensure_rust
-  cargo build --locked --release --features report --bin stablebench-report >&2
+  cargo build --locked --release -p stablebench-report --bin stablebench-report >&2
   report=$ROOT/target/release/stablebench-report
 fi
 [ -x "$report" ] || die "stablebench-report $report is not an executable"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Profiles benchmarks and commits their profiles: for each NAME (an exact benchmark name of the
 # grid), runs it with `--profile` on the offline runner and copies the flamegraph of its measured
-# step to docs/site/flamegraphs/NAME.svg, which the site's benchmark tables link (tests/readme.rs
+# step to docs/site/flamegraphs/NAME.svg, which the site's benchmark tables link (report/tests/readme.rs
 # fails on a flamegraph whose name is no benchmark of the grid), and the step's instructions per
 # function to docs/profiles/NAME.tsv, which docs/breakdown.md's tables are generated from
 # (runner/tests/breakdown.rs fails when a step's functions no longer add up to the committed

@@ -29,7 +29,7 @@ IC_WASM=$(ensure_ic_wasm)
 log "checking the wasm files"
 exports() { "$IC_WASM" "$OUT_DIR/$1" info | sed -n '/^Exported methods: \[/,/^]/p'; }
 # One benchmark per cell of the grid (build.rs generates them), as many as canbench_results.yml
-# records (tests/readme.rs checks the names are exactly the grid's).
+# records (report/tests/readme.rs checks the names are exactly the grid's).
 benches=$(exports stablebench_bench.wasm | grep -c '"canister_query __canbench__' || true)
 recorded=$(grep -cE '^  [a-z0-9_]+:$' canbench_results.yml || true)
 [ "$benches" -eq "$recorded" ] || die "stablebench_bench.wasm exports $benches __canbench__ queries, canbench_results.yml records $recorded"
@@ -98,8 +98,8 @@ cargo test --workspace --locked --release --doc
 # the grid below, instead of a third build with the runner's own feature set.
 export STABLEBENCH_RUNNER=$ROOT/target/release/stablebench-runner
 [ -x "$STABLEBENCH_RUNNER" ] || die "the workspace tests did not build $STABLEBENCH_RUNNER"
-# The same for the compare page's stablebench-report (tests/readme.rs's dev-dependency enables the
-# `report` feature it requires), instead of a build with the package's own feature set.
+# The same for the compare page's stablebench-report (the workspace tests built it for
+# report/tests/compare.rs), instead of a second build.
 export STABLEBENCH_REPORT=$ROOT/target/release/stablebench-report
 [ -x "$STABLEBENCH_REPORT" ] || die "the workspace tests did not build $STABLEBENCH_REPORT"
 # (The benchmark canister's interface is checked against canister/stablebench_bench.did on its

@@ -22,7 +22,6 @@ pub mod kv;
 pub mod oracle;
 pub mod pragma;
 pub mod query;
-pub mod report;
 pub mod schema;
 pub mod shadow;
 pub mod sysrepo;

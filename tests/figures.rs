@@ -114,7 +114,10 @@ fn rust_sources(dir: &str) -> String {
 /// check them (a block a script wrote once and nothing rewrites would hide its figures).
 #[test]
 fn every_generated_block_is_written_by_code() {
-    let code: String = ["src", "tests", "runner/tests"].iter().map(|d| rust_sources(&format!("{ROOT}/{d}"))).collect();
+    let code: String = ["src", "tests", "report/src", "report/tests", "runner/tests"]
+        .iter()
+        .map(|d| rust_sources(&format!("{ROOT}/{d}")))
+        .collect();
     let marker = Regex::new(r"(?m)^<!-- (\S+):begin -->$").unwrap();
     let mut orphans = Vec::new();
     for (name, text) in pages() {

@@ -31,7 +31,7 @@
 //! this only prints a line; `stablebench-runner bench` builds each stage once and goes on from it
 //! as every cell that shares it, with the same results (docs/runner.md, "Shared setups").
 //!
-//! The measured steps ([`measure`]) are shared with the benchmark canister's live API
+//! The measured steps (here and in the bench host, [`stablebench_host`]) are shared with the live API
 //! (`live.rs`), which builds the same setup call by call on a live canister and then runs exactly
 //! this code, so that canbench and a dfx user measure the same thing.
 
@@ -50,85 +50,60 @@ use stablebench::sysrepo::blob::BlobStore;
 use stablebench::sysrepo::sqlite::SqliteStore;
 use stablebench::sysrepo::stable::StableStore;
 use stablebench::sysrepo::{self, TRIES};
-use stablebench_grid::cells::{self, Backend, Cell, Op, SWITCHED_CELL_PREFIX};
+use stablebench_grid::cells::{self, Backend, Cell, Op};
 use stablebench_grid::chia as chia_grid;
 use stablebench_grid::ic::memory_ids;
 use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
 
 use crate::db;
-pub use crate::measure::{checked_run, measure_kv, pages, trie_setup, verdict, Counter, Measured};
-use crate::measure::{measure_nodestore, measure_trie, message_starts, setup_stage};
 use stablebench::NoLimit;
+pub use stablebench_host::{checked_run, measure_kv, pages, verdict, Counter, Measured, SETUP_BATCH};
+use stablebench_host::{fail, measure_nodestore, message_starts, run_trie, setup_stage};
 
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
 
-/// Rows per transaction when a benchmark's setup loads a key-value data set (never measured).
-pub const SETUP_BATCH: usize = 10_000;
-
-fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
-    ic_cdk::trap(format!("{name}: {step}: {e}"))
-}
-
-/// Runs cell `index` of this canister's grid (`cells_of(Canister::Main)`; the generated functions
-/// call this with their own): a fresh store, the setup in one go, then the measured step; a
-/// failure or a wrong result traps. The setup reports each stage it passes
-/// ([`setup_stage`]), where `stablebench-runner bench` may go on as another cell with the same
-/// setup so far; everything before that point depends only on the setup, never on which cell
-/// runs (the grid is looked up by position, and the list stays allocated until the end).
+/// Runs cell `index` of this canister's grid (`cells_of(Canister::Main)`) through the bench host
+/// ([`stablebench_host::run`]): a fresh store, the setup in one go, then the measured step. The
+/// setup reports each stage it passes ([`setup_stage`]), where `stablebench-runner bench` may go
+/// on as another cell with the same setup so far.
 pub fn run(index: usize) -> BenchResult {
-    let grid = cells::cells_of(cells::Canister::Main);
-    let Some(&first) = grid.get(index) else { fail(&index.to_string(), "lookup", "no such cell in the grid") };
-    // The cell this query measures, and its position: `first` until a setup stage says otherwise.
-    let mut now = (index, first);
-    let measured = match first.op {
+    stablebench_host::run(cells::Canister::Main, index, |grid, index, first| match first.op {
         Op::UsersOrders(_) => {
             let profile = first.profile.expect("users/orders cells have a profile");
             // A fresh, empty database with this profile (the query's changes are discarded afterwards).
             db::reopen(&profile).unwrap_or_else(|e| fail(&first.name(), "open", e));
+            // The cell this query measures, and its position: `first` until a setup stage says otherwise.
+            let mut now = (index, first);
             let mut stage = 0;
             while stage < now.1.setup_stage_count() {
                 let (cell, step) = (now.1, users_orders_bench(&now.1).setup_steps()[stage]);
                 db::with_conn(|conn| step.run(conn, cell.sizes(), 0, &NoLimit))
                     .unwrap_or_else(|e| fail(&cell.name(), "setup", e));
-                now = setup_stage(&grid, now.0, cell.setup_stage(stage));
+                now = setup_stage(grid, now.0, cell.setup_stage(stage));
                 stage += 1;
             }
-            measure_users_orders(users_orders_bench(&now.1), now.1.sizes())
+            (now.1, measure_users_orders(users_orders_bench(&now.1), now.1.sizes()))
         }
-        Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(&first, |store| {
-            let setup = trie_setup(&first, store, SETUP_BATCH).unwrap_or_else(|e| fail(&first.name(), "setup", e));
-            now = setup_stage(&grid, index, first.setup_stage(0));
-            let mut measured = measure_trie(&now.1, store);
-            if let Ok((result, _)) = &mut measured {
-                result.scopes.insert(scopes::SETUP.to_string(), setup);
-            }
-            measured
-        }),
+        Op::TrieRead(_) | Op::TrieWrite(_) => with_fresh_store(&first, |store| run_trie(grid, index, first, store)),
         Op::TrieUpgrade => {
             let mut heap = HeapKv::default();
             let data = TrieDataset { size: first.size, seed: KV_SEED };
             trie::load(&mut heap, &data, 0..first.size, SETUP_BATCH)
                 .unwrap_or_else(|e| fail(&first.name(), "setup", e));
-            measure_trie_upgrade(&first, &heap)
+            (first, measure_trie_upgrade(&first, &heap))
         }
-        Op::NodeStore => with_fresh_store(&first, |store| measure_nodestore(&first, store)),
-        Op::Sysrepo { .. } => measure_sysrepo(&first, &mut || {
-            now = setup_stage(&grid, index, first.setup_stage(0));
-            now.1
-        }),
-        Op::Chia(_) => measure_chia(&first),
-    };
-    let cell = now.1;
-    let (result, oracle) = measured.unwrap_or_else(|e| fail(&cell.name(), "run", e));
-    // After the measurement (which this allocation cannot move): which cell this query went on as.
-    if cell != first {
-        ic_cdk::api::debug_print(format!("{SWITCHED_CELL_PREFIX}{}", cell.name()));
-    }
-    match oracle {
-        Oracle::Pass(_) => result,
-        Oracle::Fail(why) => fail(&cell.name(), "verify", why),
-    }
+        Op::NodeStore => (first, with_fresh_store(&first, |store| measure_nodestore(&first, store))),
+        Op::Sysrepo { .. } => {
+            let mut now = first;
+            let measured = measure_sysrepo(&first, &mut || {
+                now = setup_stage(grid, index, first.setup_stage(0)).1;
+                now
+            });
+            (now, measured)
+        }
+        Op::Chia(_) => (first, measure_chia(&first)),
+    })
 }
 
 fn users_orders_bench(cell: &Cell) -> Bench {
@@ -162,7 +137,7 @@ fn report_reply_bytes(output: Output) {
 }
 
 /// Opens the cell's backend, new and empty, and runs `f` on it.
-fn with_fresh_store(cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> Measured) -> Measured {
+fn with_fresh_store<R>(cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> R) -> R {
     match cell.backend {
         Backend::Sqlite | Backend::SqliteRowid => {
             let layout = Layout::of(cell.backend).expect("a SQLite backend");
@@ -306,13 +281,7 @@ pub fn with_chia_schema<R>(
 /// SQLite go with the database's reset.
 pub fn reset_chia() {
     use ic_stable_structures::Memory;
-    for id in [
-        memory_ids::CHIA_BLOCKS,
-        memory_ids::CHIA_COINS,
-        memory_ids::CHIA_RUNS,
-        memory_ids::CHIA_NAMES,
-        memory_ids::CHIA_LOOKUP_MAP,
-    ] {
+    for id in memory_ids::CHIA {
         let m = db::memory(id);
         if m.size() > 0 {
             m.write(0, &[0; 64]);
@@ -338,13 +307,8 @@ pub fn measure_chia(cell: &Cell) -> Measured {
         Err(measured) => return measured,
     };
     let one = |instructions| Measurement { calls: 1, instructions, ..Measurement::default() };
-    let mut scopes: BTreeMap<String, Measurement> = run
-        .replay
-        .chunks
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (format!("chunk_{:02}", i + 1), one(c.instructions)))
-        .collect();
+    let mut scopes: BTreeMap<String, Measurement> =
+        run.replay.chunks.iter().enumerate().map(|(i, c)| (chia_grid::chunk_scope(i), one(c.instructions))).collect();
     let [existing, missing, block_reads, rewind] = chia_grid::READ_SCOPES;
     scopes.insert(existing.into(), one(run.lookup_existing));
     scopes.insert(missing.into(), one(run.lookup_missing));

@@ -21,8 +21,6 @@ mod benches;
 mod floor;
 #[cfg(feature = "canbench")]
 mod live;
-#[cfg(feature = "canbench")]
-mod measure;
 
 use candid::{CandidType, Deserialize, Principal};
 use stablebench::counts;

@@ -42,9 +42,14 @@ pub const REWIND_BLOCKS: usize = 100;
 
 /// The scopes of the reads after the replay and of the rewind, each one timed part of its own
 /// (the canister writes them, the reports read them): existing names looked up, missing names,
-/// blocks read by index, the rewind. The replay's chunks are scopes too (`chunk_01`, ...), each
-/// the sum of its blocks' timed parts.
+/// blocks read by index, the rewind. The replay's chunks are scopes too ([`chunk_scope`]).
 pub const READ_SCOPES: [&str; 4] = ["lookup_existing", "lookup_missing", "block_reads", "rewind"];
+
+/// The scope of the replay's chunk `i` (from 0): `chunk_01`, `chunk_02`, ..., the sum of its
+/// blocks' timed parts (the canister writes it, the reports read it).
+pub fn chunk_scope(i: usize) -> String {
+    format!("chunk_{:02}", i + 1)
+}
 
 /// The original's replay: mainnet blocks below 800,000 (REPORT.md).
 pub const MAINNET_CREATIONS: u64 = 13_423_068;

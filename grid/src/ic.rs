@@ -296,6 +296,8 @@ pub mod memory_ids {
     pub const CHIA_COINS: u8 = 84;
     /// Chia's `btree_all` schema: blocks by index.
     pub const CHIA_BLOCKS: u8 = 83;
+    /// Every Chia schema's own memory, in id order: what a reset to a fresh canister empties.
+    pub const CHIA: [u8; 5] = [CHIA_BLOCKS, CHIA_COINS, CHIA_RUNS, CHIA_NAMES, CHIA_LOOKUP_MAP];
     /// The number of orders the canister's `delete_orders` deleted (a `StableCell<u64>`,
     /// `stablebench::counts::Kept`): with `sqlite_sequence`, the orders' count in constant time.
     pub const ORDERS_DELETED: u8 = 82;

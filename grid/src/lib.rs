@@ -61,7 +61,7 @@ pub mod scopes {
 }
 
 /// The canbench functions of a canister, generated from the grid by its `build.rs`. (A module at
-/// the end of this file: code the canisters compile must not move, see `canister/src/measure.rs`.)
+/// the end of this file, so that adding it moved no code the canisters compile.)
 pub mod canbench {
     use crate::cells::{cells_of, Canister};
 

@@ -503,7 +503,7 @@ pub const PROFILES: [Profile; 26] = [
 /// guide's recommendation, the cheapest profile on mainnet (the `ic` cost model) over the nine
 /// benchmarks together that keeps COMMIT/ROLLBACK atomic, keeps the database in stable memory,
 /// keeps the reference's semantics (foreign keys enforced) and fits the wasm memory limit
-/// (`tests/readme.rs` checks this against the committed `mainnet_results.yml`).
+/// (`report/tests/readme.rs` checks this against the committed `mainnet_results.yml`).
 pub const DEFAULT: Profile = CACHE_8MIB_PAGE_16K_JOURNAL_MEMORY;
 
 /// The pragmas reported by `stablebench::pragma::read_active`, in this order.

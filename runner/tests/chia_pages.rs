@@ -25,11 +25,11 @@ use std::collections::BTreeMap;
 mod common;
 use common::bench_code as code;
 
-use stablebench::report::chia::{CellPages, PagesResults, Stretch, PAGES_RESULTS};
 use stablebench_canister::Error;
 use stablebench_grid::cells::{cells, Cell, Workload, KV_PROFILE};
 use stablebench_grid::chia::{MAX_BLOCKS_PER_CALL, SIZES};
 use stablebench_grid::live::{ChiaProgress, Oracle, SetupProgress};
+use stablebench_report::chia::{CellPages, PagesResults, Stretch, PAGES_RESULTS};
 use stablebench_runner::canister::{default_controller, Canister, Options};
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chia_pages_results.yml");

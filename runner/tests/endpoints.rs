@@ -362,7 +362,7 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
 
 fn table(r: &Results) -> String {
     let cell = |sizes: &BySize, size: &str, call: &str| sizes.get(size).and_then(|m| m.get(call)).cloned();
-    let num = stablebench::report::grouped;
+    let num = stablebench_report::grouped;
     let alone = |c: Option<Cell>| c.map_or(" not measured |".to_string(), |c| format!(" {} |", num(c.instructions)));
     let mut out = String::from(
         "| call | on mainnet (1x) | its pages | canbench (1x) | on mainnet (10x) | canbench (10x) | reply bytes: their fee |\n\
@@ -452,7 +452,7 @@ fn growth(r: &Results) -> String {
 }
 
 fn splice(doc: &str, name: &str, body: &str) -> String {
-    stablebench::report::splice(doc, name, body).unwrap_or_else(|e| panic!("docs/per-call.md: {e}"))
+    stablebench_report::splice(doc, name, body).unwrap_or_else(|e| panic!("docs/per-call.md: {e}"))
 }
 
 #[test]
@@ -588,7 +588,7 @@ fn kept(profile: &str) -> Kept {
 fn storage_table(r: &Storage) -> String {
     use stablebench_grid::ic::prices;
     use stablebench_grid::profiles::{DEFAULT, PROFILES};
-    let num = stablebench::report::grouped;
+    let num = stablebench_report::grouped;
     let mib = |bytes: u64| format!("{:.1}", bytes as f64 / 1_048_576.0);
     let held = |k: &Kept| k.stable_memory_bytes + k.heap_bytes;
     let mut out = format!(
@@ -647,8 +647,8 @@ fn storage_table(r: &Storage) -> String {
             mib(k.stable_memory_bytes),
             mib(k.heap_bytes),
             num(month),
-            stablebench::report::usd(month),
-            stablebench::report::usd(large),
+            stablebench_report::usd(month),
+            stablebench_report::usd(large),
         );
     }
     out
@@ -661,7 +661,7 @@ fn keeping_the_reference_data_costs_what_the_committed_results_say() {
     let wasm = common::wasm_hashes(&WASM_FILES[..1]);
     let doc = std::fs::read_to_string(STORAGE_DOC).unwrap();
     let splice = |doc: &str, body: &str| {
-        stablebench::report::splice(doc, "storage-table", body).unwrap_or_else(|e| panic!("docs/pragma-guide.md: {e}"))
+        stablebench_report::splice(doc, "storage-table", body).unwrap_or_else(|e| panic!("docs/pragma-guide.md: {e}"))
     };
     if std::env::var_os("STABLEBENCH_REGENERATE_STORAGE").is_some() {
         let profiles = PROFILES.iter().filter(|p| p.deployable().is_ok()).map(|p| (p.name.to_string(), kept(p.name)));

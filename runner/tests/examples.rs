@@ -182,11 +182,11 @@ fn readme_fragment(name: &str, body: &str) {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/use-in-your-canister.md");
     let readme = std::fs::read_to_string(path).unwrap();
     if std::env::var_os("STABLEBENCH_REGENERATE_EXAMPLES").is_some() {
-        std::fs::write(path, stablebench::report::splice(&readme, name, body).unwrap()).unwrap();
+        std::fs::write(path, stablebench_report::splice(&readme, name, body).unwrap()).unwrap();
         return;
     }
     let have =
-        stablebench::report::fragment(&readme, name).unwrap_or_else(|e| panic!("docs/use-in-your-canister.md: {e}"));
+        stablebench_report::fragment(&readme, name).unwrap_or_else(|e| panic!("docs/use-in-your-canister.md: {e}"));
     let regenerate =
         "regenerate with STABLEBENCH_REGENERATE_EXAMPLES=1 cargo test --release -p stablebench-runner --test examples";
     let ((have_text, have), (want_text, want)) = (numbers(have), numbers(body));

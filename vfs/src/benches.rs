@@ -5,68 +5,42 @@
 //!   measure includes the library's commit and the publication of the dirtied pages to stable
 //!   memory; then the oracle (outside the measure);
 //! - trie read/write and NodeStore: exactly the ic-rusqlite canister's code
-//!   (`canister/src/measure.rs`) over [`VfsKv`].
+//!   (`stablebench_host`) over [`VfsKv`].
 
 use canbench_rs::{bench, bench_fn, BenchResult};
 use stablebench::bench::{Bench, BenchRun, Sizes};
 use stablebench::kv::sqlite::Layout;
-use stablebench_grid::cells::{self, Cell, Op, SWITCHED_CELL_PREFIX};
-use stablebench_grid::live::Oracle;
+use stablebench_grid::cells::{self, Cell, Op};
 
-use crate::measure::{measure_nodestore, measure_trie, message_starts, setup_stage, trie_setup, verdict, Measured};
 use crate::store::{self, VfsKv};
+use stablebench_host::{fail, measure_nodestore, message_starts, run_trie, setup_stage, verdict, Measured};
 
 include!(concat!(env!("OUT_DIR"), "/cells.rs"));
 
-/// Rows per `Db::update` when a benchmark's setup loads a key-value data set (never measured);
-/// the ic-rusqlite canister's `SETUP_BATCH`.
-const SETUP_BATCH: usize = 10_000;
-
-fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
-    ic_cdk::trap(format!("{name}: {step}: {e}"))
-}
-
-/// Runs cell `index` of this canister's grid (`cells_of(Canister::Vfs)`; the generated functions
-/// call this with their own): the setup, the measured step, the oracle; a failure traps. As in
-/// the ic-rusqlite canister, the setup reports the stage it reaches (`setup_stage`), where
-/// `stablebench-runner bench` may go on as another cell with the same setup, and nothing before
-/// that point depends on which cell runs.
+/// Runs cell `index` of this canister's grid (`cells_of(Canister::Vfs)`) through the bench host
+/// ([`stablebench_host::run`]): the setup, the measured step, the oracle. As in the ic-rusqlite
+/// canister, the setup reports the stage it reaches ([`setup_stage`]), where
+/// `stablebench-runner bench` may go on as another cell with the same setup.
 pub fn run(index: usize) -> BenchResult {
-    let grid = cells::cells_of(cells::Canister::Vfs);
-    let Some(&first) = grid.get(index) else { fail(&index.to_string(), "lookup", "no such cell in the grid") };
-    let profile = first.profile.unwrap_or_else(|| fail(&first.name(), "lookup", "an ic-sqlite-vfs cell has a profile"));
-    store::set_profile(profile);
-    // The cell this query measures: `first` until the setup stage says otherwise.
-    let mut cell = first;
-    let measured = match first.op {
-        Op::UsersOrders(b) => {
-            store::write_own_transactions(|conn| b.setup(conn, first.sizes()))
-                .unwrap_or_else(|e| fail(&first.name(), "setup", e));
-            (_, cell) = setup_stage(&grid, index, first.setup_stage(0));
-            let Op::UsersOrders(b) = cell.op else { fail(&cell.name(), "setup", "not a users/orders cell") };
-            measure_users_orders(b, cell.sizes())
+    stablebench_host::run(cells::Canister::Vfs, index, |grid, index, first| {
+        let profile =
+            first.profile.unwrap_or_else(|| fail(&first.name(), "lookup", "an ic-sqlite-vfs cell has a profile"));
+        store::set_profile(profile);
+        match first.op {
+            Op::UsersOrders(b) => {
+                store::write_own_transactions(|conn| b.setup(conn, first.sizes()))
+                    .unwrap_or_else(|e| fail(&first.name(), "setup", e));
+                let (_, cell) = setup_stage(grid, index, first.setup_stage(0));
+                let Op::UsersOrders(b) = cell.op else { fail(&cell.name(), "setup", "not a users/orders cell") };
+                (cell, measure_users_orders(b, cell.sizes()))
+            }
+            Op::TrieRead(_) | Op::TrieWrite(_) => run_trie(grid, index, first, &mut fresh_store(&first)),
+            Op::NodeStore => (first, measure_nodestore(&first, &mut fresh_store(&first))),
+            _ => {
+                fail(&first.name(), "lookup", "the ic-sqlite-vfs canister runs users/orders, trie and NodeStore cells")
+            }
         }
-        Op::TrieRead(_) | Op::TrieWrite(_) => {
-            let mut kv = fresh_store(&first);
-            let setup = trie_setup(&first, &mut kv, SETUP_BATCH).unwrap_or_else(|e| fail(&first.name(), "setup", e));
-            (_, cell) = setup_stage(&grid, index, first.setup_stage(0));
-            measure_trie(&cell, &mut kv).map(|(mut result, oracle)| {
-                result.scopes.insert(stablebench_grid::scopes::SETUP.to_string(), setup);
-                (result, oracle)
-            })
-        }
-        Op::NodeStore => measure_nodestore(&first, &mut fresh_store(&first)),
-        _ => fail(&first.name(), "lookup", "the ic-sqlite-vfs canister runs users/orders, trie and NodeStore cells"),
-    };
-    let (result, oracle) = measured.unwrap_or_else(|e| fail(&cell.name(), "run", e));
-    // After the measurement (which this allocation cannot move): which cell this query went on as.
-    if cell != first {
-        ic_cdk::api::debug_print(format!("{SWITCHED_CELL_PREFIX}{}", cell.name()));
-    }
-    match oracle {
-        Oracle::Pass(_) => result,
-        Oracle::Fail(why) => fail(&cell.name(), "verify", why),
-    }
+    })
 }
 
 fn fresh_store(cell: &Cell) -> VfsKv {

@@ -17,11 +17,6 @@ use stablebench_grid::api::Cost;
 
 #[cfg(all(feature = "canbench", target_arch = "wasm32"))]
 mod benches;
-// Shared with the ic-rusqlite canister, which uses all of it.
-#[cfg(all(feature = "canbench", target_arch = "wasm32"))]
-#[path = "../../canister/src/measure.rs"]
-#[allow(dead_code)]
-mod measure;
 #[cfg(target_arch = "wasm32")]
 pub mod store;
 

@@ -131,10 +131,11 @@ pub fn db_weights(results: &Results) -> Vec<DbWeight> {
         .collect()
 }
 
-pub use crate::kv::nodestore::{Hits, Phase};
+pub use stablebench::kv::nodestore::{Hits, Phase};
 
-/// The phases in rippled v2's column order, then the intended 50/50 (an addition, reported last).
-pub const PHASES: [Phase; 7] = [
+/// The order the report shows [`Phase::ALL`] in: rippled v2's six columns, then the intended 50/50
+/// (an addition of ours, reported last).
+pub const COLUMNS: [Phase; 7] = [
     Phase::Inserts,
     Phase::BatchInsert,
     Phase::Fetch5050,
@@ -143,6 +144,11 @@ pub const PHASES: [Phase; 7] = [
     Phase::FetchMissing,
     Phase::Fetch5050Intended,
 ];
+
+/// rippled's own six columns ([`COLUMNS`] without our intended 50/50), the README's summary.
+pub fn rippled_columns() -> impl Iterator<Item = Phase> {
+    COLUMNS.into_iter().filter(|p| *p != Phase::Fetch5050Intended)
+}
 
 /// Instructions per operation of a NodeStore phase: the scope over the operations it performed
 /// ([`Phase::operations`]: `n`, or the objects of the full batches).
@@ -295,7 +301,11 @@ mod tests {
     fn trie_record(per_iteration: u64, per_iteration_mid: u64, setup: Measurement) -> Record {
         let total = Measurement { calls: 50, instructions: 50 * per_iteration, ..Default::default() };
         let w = Measurement { calls: 30, instructions: 30 * per_iteration_mid, ..Default::default() };
-        Record { total, scopes: BTreeMap::from([(W_AVG_SCOPE.to_string(), w), (SETUP_SCOPE.to_string(), setup)]) }
+        Record {
+            total,
+            scopes: BTreeMap::from([(W_AVG_SCOPE.to_string(), w), (SETUP_SCOPE.to_string(), setup)]),
+            ..Default::default()
+        }
     }
 
     /// Synthetic results for every key-value cell: `cost(backend, op, size)` instructions per
@@ -346,10 +356,11 @@ mod tests {
                             Measurement { calls: 1, instructions: c.size * 2_000, ..Default::default() },
                         ),
                     ]),
+                    ..Default::default()
                 },
                 Op::NodeStore => Record {
                     total: Measurement::default(),
-                    scopes: PHASES
+                    scopes: COLUMNS
                         .iter()
                         .enumerate()
                         .map(|(i, p)| {
@@ -362,6 +373,7 @@ mod tests {
                             (p.name().to_string(), m)
                         })
                         .collect(),
+                    ..Default::default()
                 },
                 Op::UsersOrders(_) | Op::Sysrepo { .. } | Op::Chia(_) => unreachable!(),
             };
@@ -447,7 +459,7 @@ mod tests {
     fn a_nodestore_phase_is_divided_by_the_operations_it_performed() {
         let results = synthetic(|_| false);
         let n = 10_000;
-        for (i, phase) in PHASES.iter().enumerate() {
+        for (i, phase) in COLUMNS.iter().enumerate() {
             let scope = results.find(Op::NodeStore, n, Backend::Sqlite).unwrap().1.scope(phase.name()).unwrap();
             assert_eq!(scope.instructions, n * 1_000 * 6 * (i as u64 + 1), "the synthetic cost of {phase:?}");
             // The short final batch (10,000 mod 128 = 16 objects) is never stored.

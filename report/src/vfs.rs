@@ -12,7 +12,7 @@ use stablebench_grid::users_orders::{Bench, Sizes, BENCHES};
 use super::kv::{phase_per_op_in, w_avg_per_op_in};
 use super::results::Results;
 use super::{int, mib, ratio_text};
-use crate::kv::nodestore::Phase;
+use stablebench::kv::nodestore::Phase;
 
 /// The generated report.
 #[derive(Clone, Debug, Default)]

@@ -8,16 +8,14 @@
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
 
-use std::collections::BTreeMap;
-
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
-use stablebench::report::mainnet::{measured, Topic};
-use stablebench::report::results::Results;
-use stablebench::report::{self, chia, kv, mainnet, scaling, site, sysrepo, vfs};
 use stablebench_grid::cells::{Backend, Cell, Op, Workload, DB_WEIGHT_SIZE};
+use stablebench_report::mainnet::Topic;
+use stablebench_report::results::Results;
+use stablebench_report::{self as report, chia, kv, mainnet, scaling, site, sysrepo, vfs};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 fn pragma_table() -> String {
     let mut t = String::from("| # | pragma | value | why |\n|---|---|---|---|\n");
@@ -37,25 +35,25 @@ fn bench_table() -> String {
     t
 }
 
-const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/canbench_results.yml");
-const VFS_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/vfs/canbench_results.yml");
-const MAINNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/mainnet_results.yml");
-const VFS_MAINNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/vfs/mainnet_results.yml");
-const MAINNET_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/mainnet.md");
-const VFS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/vfs.md");
-const RESULTS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.md");
-const RESULTS_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/results.svg");
-const KV_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv.md");
-const KV_TRIE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_trie.svg");
-const KV_NODESTORE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/kv_nodestore.svg");
-const SYSREPO_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.md");
-const SYSREPO_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/sysrepo.svg");
-const CHIA_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.md");
-const CHIA_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/chia.svg");
-const SCALING_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scaling.md");
-const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/scaling.svg");
-const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/site");
-const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/chia_pages_results.yml");
+const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../canbench_results.yml");
+const VFS_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../vfs/canbench_results.yml");
+const MAINNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mainnet_results.yml");
+const VFS_MAINNET: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../vfs/mainnet_results.yml");
+const MAINNET_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/mainnet.md");
+const VFS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/vfs.md");
+const RESULTS_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/results.md");
+const RESULTS_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/results.svg");
+const KV_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/kv.md");
+const KV_TRIE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/kv_trie.svg");
+const KV_NODESTORE_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/kv_nodestore.svg");
+const SYSREPO_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sysrepo.md");
+const SYSREPO_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sysrepo.svg");
+const CHIA_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/chia.md");
+const CHIA_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/chia.svg");
+const SCALING_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.md");
+const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.svg");
+const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/site");
+const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chia_pages_results.yml");
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
@@ -65,12 +63,9 @@ fn results() -> Results {
 
 /// The same benchmarks priced as mainnet prices them (the ic cost model), keyed by cells, with
 /// their page counts by name.
-fn mainnet_results() -> (Results, BTreeMap<String, stablebench_grid::ic::PageCounts>) {
+fn mainnet_results() -> Results {
     let (main, vfs) = (std::fs::read_to_string(MAINNET).unwrap(), std::fs::read_to_string(VFS_MAINNET).unwrap());
-    let results = Results::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("mainnet_results.yml: {e}"));
-    let mut pages = mainnet::pages_of(&main).unwrap_or_else(|e| panic!("{e}"));
-    pages.extend(mainnet::pages_of(&vfs).unwrap_or_else(|e| panic!("vfs/{e}")));
-    (results, pages)
+    Results::from_canbench_ymls(&[&main, &vfs]).unwrap_or_else(|e| panic!("mainnet_results.yml: {e}"))
 }
 
 /// The NodeStore fetch hits for `n` objects: exact counts from the data generator, which the
@@ -92,7 +87,7 @@ fn results_date() -> String {
 /// The opening code of the example canister (examples/sqlite/src/lib.rs, between its
 /// `// README:open:begin` and `// README:open:end` lines), as the README shows it.
 fn example_open() -> String {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/sqlite/src/lib.rs"))
+    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/sqlite/src/lib.rs"))
         .expect("examples/sqlite/src/lib.rs");
     let (begin, end) = ("// README:open:begin\n", "// README:open:end\n");
     let b = src.find(begin).expect("examples/sqlite/src/lib.rs has no README:open:begin line") + begin.len();
@@ -126,17 +121,11 @@ fn vfs_page(c: &Cell) -> bool {
 fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let (command, date) = ("scripts/bench.sh --persist", results_date());
     let results = results();
-    let (ic, pages) = mainnet_results();
+    let ic = mainnet_results();
     // Every report and the README give mainnet's figures (what a call costs since the IC's memory
     // tracker); canbench's stand beside them (the pragma report's steps, the site's tables) and in
     // docs/mainnet.md's summaries.
-    let rep = report::generate(
-        &measured(&ic),
-        ic.model(),
-        Some(report::Beside { canbench: &measured(&results), pages: &pages }),
-        command,
-        &date,
-    );
+    let rep = report::generate(&ic, Some(report::Beside { canbench: &results }), command, &date);
     let kv = kv::generate(&ic, &nodestore_hits, command, &date);
     let sysrepo = sysrepo::generate(&ic, command, &date);
     let chia_pages: chia::PagesResults =
@@ -151,21 +140,14 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         results.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
         "mainnet_results.yml and canbench_results.yml hold the same benchmarks (one run writes both)"
     );
-    let mut scope_pages = BTreeMap::new();
-    for (file, text) in
-        [(MAINNET, std::fs::read_to_string(MAINNET)), (VFS_MAINNET, std::fs::read_to_string(VFS_MAINNET))]
-    {
-        let text = text.unwrap_or_else(|e| panic!("{file}: {e}"));
-        scope_pages.extend(mainnet::scope_pages_of(&text).unwrap_or_else(|e| panic!("{file}: {e}")));
-    }
-    let mainnet = mainnet::generate(&results, &ic, &pages, &scope_pages, command, &date);
+    let mainnet = mainnet::generate(&results, &ic, command, &date);
     // Each report opens with what mainnet changes for it.
     let answers = mainnet::answers(&results, &ic);
     let of = |topic| answers.iter().filter(|a| a.topic == topic).cloned().collect::<Vec<_>>();
     // ...and closes with every one of its benchmarks under both models, with the pages.
     let lead = |markdown: &str, on_page: fn(&Cell) -> bool, answers: &[mainnet::Answer], section, site_page| {
         let led = mainnet::with_lead(markdown, &mainnet::lead(&results, &ic, on_page, answers, section, site_page));
-        mainnet::with_section(&led, &mainnet::both_models_section(&results, &ic, &pages, on_page))
+        mainnet::with_section(&led, &mainnet::both_models_section(&results, &ic, on_page))
     };
     // (The pragma and key-value reports show the ic-rusqlite canister's cells; their site pages
     // add the ic-sqlite-vfs ones.)
@@ -275,7 +257,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         },
     ];
     let site_files = site::generate(
-        site::Figures { canbench: &results, ic: &ic, pages: &pages },
+        site::Figures { canbench: &results, ic: &ic },
         &site_answer(&want),
         &docs,
         &flamegraphs(),
@@ -322,7 +304,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         assert!(have == want, "{doc}'s generated tables are {stale}");
     }
     for (path, text) in &files {
-        let name = path.strip_prefix(concat!(env!("CARGO_MANIFEST_DIR"), "/")).unwrap();
+        let name = path.strip_prefix(concat!(env!("CARGO_MANIFEST_DIR"), "/../")).unwrap();
         assert!(std::fs::read_to_string(path).unwrap_or_default() == **text, "{name} is {stale}");
     }
     for entry in std::fs::read_dir(SITE).expect("docs/site: run scripts/report.sh") {
@@ -449,7 +431,7 @@ fn attributes(html: &str, name: &str) -> Vec<String> {
 #[test]
 fn the_default_profile_is_the_cheapest_qualifying_one_on_mainnet() {
     assert_eq!(DEFAULT.pragmas, &stablebench_pragmas::RECOMMENDED[..], "the canister applies the crate's RECOMMENDED");
-    let standings = report::standings(&measured(&mainnet_results().0));
+    let standings = report::standings(&mainnet_results());
     let best = standings.iter().find(|s| report::qualifies(s)).expect("a qualifying profile in mainnet_results.yml");
     assert_eq!(
         best.profile.name, DEFAULT.name,

@@ -10,11 +10,11 @@ use stablebench_grid::ic::{self, prices};
 
 use super::{
     avg_per_op, cycles_in_update, db_weights, heap_bytes_per_key, heap_limit_keys, op_title, op_unit, phase_per_op,
-    phase_per_op_in, phase_stable_bytes_per_object, setup, upgrades, versus, w_avg_per_op, DbWeight, Hits, Phase,
-    Upgrade, BASELINE, PHASES, TRIE_OPS,
+    phase_per_op_in, phase_stable_bytes_per_object, rippled_columns, setup, upgrades, versus, w_avg_per_op, DbWeight,
+    Hits, Phase, Upgrade, BASELINE, COLUMNS, TRIE_OPS,
 };
-use crate::report::results::{Model, Results};
-use crate::report::{grouped, human, int, mib, usd};
+use crate::results::{Model, Results};
+use crate::{grouped, human, int, mib, usd};
 
 /// `docs/kv.md`, section by section; `patterns` and `dbweight` are [`patterns`] and
 /// [`dbweight_table`] of `results`, made once for this document and the README.
@@ -49,34 +49,7 @@ fn not_measured(what: &str) -> String {
 
 fn intro(md: &mut String, model: Model, command: &str, date: &str) {
     let read_keys = stablebench_grid::TRIE_QUERY_KEYS;
-    let pages = match model {
-        Model::Canbench => format!(
-            "- **Pages, per message.** These tables are canbench's (PocketIC 13), whose replica charges\n  \
-               {stable_fee} instructions the first time a message writes a 4 KiB page of stable memory and\n  \
-               nothing for the heap. Mainnet, since the IC's memory tracker (August 2026), charges {access}\n  \
-               instructions the first time a message accesses a 64 KiB Wasm page of heap or stable memory,\n  \
-               and {write} more the first time it writes one; and a benchmark is one query, whose setup has\n  \
-               already touched the pages its iterations use. [mainnet.md](mainnet.md) prices every iteration as\n  \
-               the message of its own it would be on mainnet, and [per-call.md](per-call.md)'s table measures whole\n  \
-               `kv_put` and `kv_get` messages under both.\n",
-            stable_fee = grouped(ic::page_fees::CANBENCH_STABLE_WRITE),
-            access = grouped(ic::page_fees::ACCESS),
-            write = grouped(ic::page_fees::WRITE),
-        ),
-        Model::Mainnet => format!(
-            "- **Pages, per message.** These tables are mainnet's: since the IC's memory tracker (August\n  \
-               2026) a message pays {access} instructions the first time it accesses a 64 KiB Wasm page of\n  \
-               heap or stable memory and {write} more the first time it writes one, and each iteration is\n  \
-               priced as the message of its own it would be on mainnet (the tracker starts afresh at each).\n  \
-               canbench's figures leave these charges out (its PocketIC 13 charges {stable_fee} instructions\n  \
-               per 4 KiB stable page a message writes first, nothing for the heap); they stand beside\n  \
-               mainnet's, with the pages, on [the site's page](site/kv.html#benchmarks), and\n  \
-               [per-call.md](per-call.md)'s table measures whole `kv_put` and `kv_get` messages under both.\n",
-            stable_fee = grouped(ic::page_fees::CANBENCH_STABLE_WRITE),
-            access = grouped(ic::page_fees::ACCESS),
-            write = grouped(ic::page_fees::WRITE),
-        ),
-    };
+    let pages = pages_note(model);
     let _ = write!(
         md,
         "# Key-value storage: which backend, at what size\n\n\
@@ -129,6 +102,38 @@ fn intro(md: &mut String, model: Model, command: &str, date: &str) {
         let _ = writeln!(md, "- `{}`{base}: {}.", b.name(), b.about());
     }
     md.push('\n');
+}
+
+/// The intro's note on pages: what each model charges for the memory a message touches.
+fn pages_note(model: Model) -> String {
+    match model {
+        Model::Canbench => format!(
+            "- **Pages, per message.** These tables are canbench's (PocketIC 13), whose replica charges\n  \
+               {stable_fee} instructions the first time a message writes a 4 KiB page of stable memory and\n  \
+               nothing for the heap. Mainnet, since the IC's memory tracker (August 2026), charges {access}\n  \
+               instructions the first time a message accesses a 64 KiB Wasm page of heap or stable memory,\n  \
+               and {write} more the first time it writes one; and a benchmark is one query, whose setup has\n  \
+               already touched the pages its iterations use. [mainnet.md](mainnet.md) prices every iteration as\n  \
+               the message of its own it would be on mainnet, and [per-call.md](per-call.md)'s table measures whole\n  \
+               `kv_put` and `kv_get` messages under both.\n",
+            stable_fee = grouped(ic::page_fees::CANBENCH_STABLE_WRITE),
+            access = grouped(ic::page_fees::ACCESS),
+            write = grouped(ic::page_fees::WRITE),
+        ),
+        Model::Mainnet => format!(
+            "- **Pages, per message.** These tables are mainnet's: since the IC's memory tracker (August\n  \
+               2026) a message pays {access} instructions the first time it accesses a 64 KiB Wasm page of\n  \
+               heap or stable memory and {write} more the first time it writes one, and each iteration is\n  \
+               priced as the message of its own it would be on mainnet (the tracker starts afresh at each).\n  \
+               canbench's figures leave these charges out (its PocketIC 13 charges {stable_fee} instructions\n  \
+               per 4 KiB stable page a message writes first, nothing for the heap); they stand beside\n  \
+               mainnet's, with the pages, on [the site's page](site/kv.html#benchmarks), and\n  \
+               [per-call.md](per-call.md)'s table measures whole `kv_put` and `kv_get` messages under both.\n",
+            stable_fee = grouped(ic::page_fees::CANBENCH_STABLE_WRITE),
+            access = grouped(ic::page_fees::ACCESS),
+            write = grouped(ic::page_fees::WRITE),
+        ),
+    }
 }
 
 /// `v` to three significant digits, grouped: `12,300,000`.
@@ -340,12 +345,20 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
          ![Instructions per operation per NodeStore phase](kv_nodestore.svg)\n\n",
         BASELINE.name()
     );
+    nodestore_phases(md, results);
+    nodestore_stable(md, results);
+    nodestore_hits(md, hits);
+    md.push('\n');
+}
+
+/// The phases table: instructions per operation, and each backend's ratios to the baseline's.
+fn nodestore_phases(md: &mut String, results: &Results) {
     md.push_str("| backend | N |");
-    for p in PHASES {
+    for p in COLUMNS {
         let _ = write!(md, " {} |", p.title());
     }
     md.push_str("\n|---|---:|");
-    md.push_str(&"---:|".repeat(PHASES.len()));
+    md.push_str(&"---:|".repeat(COLUMNS.len()));
     md.push('\n');
     for n in NODESTORE_SIZES {
         for b in BACKENDS {
@@ -353,13 +366,13 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
                 continue;
             }
             let _ = write!(md, "| `{}` | {} |", b.name(), grouped(n));
-            for p in PHASES {
+            for p in COLUMNS {
                 let _ = write!(md, " {} |", phase_per_op(results, b, n, p).map_or("–".to_string(), int));
             }
             md.push('\n');
             if b != BASELINE && results.find(Op::NodeStore, n, BASELINE).is_some() {
                 let _ = write!(md, "| ↳ vs `{}` | |", BASELINE.name());
-                for p in PHASES {
+                for p in COLUMNS {
                     let r = match (phase_per_op(results, b, n, p), phase_per_op(results, BASELINE, n, p)) {
                         (Some(v), Some(base)) => versus(v, base),
                         _ => "–".to_string(),
@@ -370,6 +383,10 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
             }
         }
     }
+}
+
+/// Stable memory each insert phase grew by, per object stored.
+fn nodestore_stable(md: &mut String, results: &Results) {
     md.push_str(
         "\n### Stable memory per object\n\n\
          Stable memory each insert phase grew by, in bytes per object it stored (N puts, a rewrite of an\n\
@@ -380,7 +397,7 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
         for b in BACKENDS {
             let Some((_, r)) = results.find(Op::NodeStore, n, b) else { continue };
             let per = |p| phase_stable_bytes_per_object(results, b, n, p).map_or("–".to_string(), int);
-            let pages: u64 = PHASES
+            let pages: u64 = COLUMNS
                 .iter()
                 .filter(|p| p.is_insert())
                 .filter_map(|p| r.scope(p.name()).map(|m| m.stable_memory_increase))
@@ -396,13 +413,17 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
             );
         }
     }
+}
+
+/// The fetch phases' hits, exact from the data generator.
+fn nodestore_hits(md: &mut String, hits: &dyn Fn(u64) -> Option<Hits>) {
     md.push_str(
         "\n### Hits per fetch phase\n\n\
          Exact counts from the data generator (the benchmark checks its run against them), the same for\n\
          every backend; they make rippled's 50/50 quirk visible (as coded, it fetches a range that was\n\
          almost never stored).\n\n",
     );
-    let fetches: Vec<Phase> = PHASES.into_iter().filter(|p| !p.is_insert()).collect();
+    let fetches: Vec<Phase> = COLUMNS.into_iter().filter(|p| !p.is_insert()).collect();
     let _ = write!(md, "| N |");
     for p in &fetches {
         let _ = write!(md, " {} |", p.title());
@@ -421,7 +442,6 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
         }
         md.push('\n');
     }
-    md.push('\n');
 }
 
 /// The README's NodeStore summary: instructions per operation per phase.
@@ -430,8 +450,8 @@ pub(super) fn nodestore_summary(results: &Results) -> String {
         return not_measured("NodeStore");
     }
     let mut t = String::from("| backend | N |");
-    let phases = &PHASES[..6];
-    for p in phases {
+    let phases: Vec<Phase> = rippled_columns().collect();
+    for p in &phases {
         let _ = write!(t, " {} |", p.title());
     }
     t.push_str("\n|---|---:|");
@@ -443,7 +463,7 @@ pub(super) fn nodestore_summary(results: &Results) -> String {
                 continue;
             }
             let _ = write!(t, "| `{}` | {} |", b.name(), grouped(n));
-            for p in phases {
+            for p in &phases {
                 let _ = write!(t, " {} |", phase_per_op(results, b, n, *p).map_or("–".to_string(), int));
             }
             t.push('\n');
@@ -564,7 +584,7 @@ fn bulk_loads(md: &mut String, results: &Results) {
     for n in NODESTORE_SIZES {
         for b in BACKENDS {
             let Some((_, r)) = results.find(Op::NodeStore, n, b) else { continue };
-            for p in PHASES {
+            for p in COLUMNS {
                 let Some(m) = r.scope(p.name()) else { continue };
                 phases += 1;
                 if m.instructions <= update {

@@ -1,4 +1,4 @@
-//! `stablebench-report`: the results site's command-line part (feature `report`).
+//! `stablebench-report`: the results site's command-line part.
 //!
 //!   stablebench-report compare canbench_results.csv [vfs/canbench_results.csv] [--out FILE]
 //!
@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use stablebench::report::site;
+use stablebench_report::site;
 
 #[derive(Parser)]
 #[command(about = "The stablebench results site's command-line part")]

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use stablebench_grid::cells::{size_label, Cell, Op, CHIA_PROFILES};
 use stablebench_grid::chia::{
-    Schema, BLOCK_READS, CHUNK_COINS, LOOKUPS, MAINNET_CREATIONS, MAINNET_SPENDS, READ_SCOPES, REWIND_BLOCKS, SCHEMAS,
-    SEED, SIZES,
+    chunk_scope, Schema, BLOCK_READS, CHUNK_COINS, LOOKUPS, MAINNET_CREATIONS, MAINNET_SPENDS, READ_SCOPES,
+    REWIND_BLOCKS, SCHEMAS, SEED, SIZES,
 };
 use stablebench_grid::grouped;
 use stablebench_grid::ic::{page_fees, prices, UPDATE_INSTRUCTION_LIMIT, WASM_PAGE_BYTES};
@@ -19,8 +19,8 @@ use super::chart;
 use super::human;
 use super::results::{Record, Results};
 use super::sysrepo::comparison;
-use crate::chia::{chain, replay, ChainSpec, Model};
-use crate::kv::NoProbe;
+use stablebench::chia::{chain, replay, ChainSpec, Model};
+use stablebench::kv::NoProbe;
 
 /// A stretch of `bench_chia_blocks` messages of one replay, summed.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,10 +128,6 @@ fn cell(results: &Results, schema: Schema, size: u64, profile: usize) -> Option<
     })
 }
 
-fn chunk_name(i: usize) -> String {
-    format!("chunk_{:02}", i + 1)
-}
-
 /// Row titles for the two profiles.
 const PROFILE_TITLES: [&str; 2] = ["cache-rich", "cache-poor"];
 
@@ -151,7 +147,7 @@ pub fn generate(results: &Results, pages: &PagesResults, command: &str, date: &s
                 let mut sum = 0u64;
                 (0..big.chunk_totals.len())
                     .map(|i| {
-                        let m = record.and_then(|r| r.scope(&chunk_name(i)));
+                        let m = record.and_then(|r| r.scope(&chunk_scope(i)));
                         sum += m.map_or(0, |m| m.instructions);
                         let x = big.chunk_totals[i] as f64;
                         (x, m.map(|m| m.instructions as f64 / big.chunk_coins[i] as f64), m.map(|_| sum as f64 / x))
@@ -449,9 +445,17 @@ fn findings(results: &Results, pages: &PagesResults) -> String {
         return "_Not measured yet: the results file has no Chia results._\n".into();
     };
     let base = base.total.instructions as f64;
-    let mut out = String::new();
     let totals: Vec<(Schema, f64)> =
         SCHEMAS.iter().filter_map(|&s| Some((s, cell(results, s, largest, 0)?.1.total.instructions as f64))).collect();
+    let mut out = replay_finding(&totals, base, largest);
+    out += &amplification_finding(results, pages, largest);
+    out += &analog_findings(results, &totals, base, largest);
+    out
+}
+
+/// The replay at `largest` coins: `v2`'s cost (`base`), the cheapest schema and the others.
+fn replay_finding(totals: &[(Schema, f64)], base: f64, largest: u64) -> String {
+    let mut out = String::new();
     let (best, best_v) = totals.iter().copied().fold((BASELINE, base), |a, b| if b.1 < a.1 { b } else { a });
     let n = size_label(largest);
     let others: Vec<String> = totals
@@ -484,6 +488,12 @@ fn findings(results: &Results, pages: &PagesResults) -> String {
         },
         others.join(", ")
     );
+    out
+}
+
+/// Write amplification: stable pages dirtied per coin in bulk and block by block.
+fn amplification_finding(results: &Results, pages: &PagesResults, largest: u64) -> String {
+    let mut out = String::new();
     let bc = |s: Schema| -> Option<(f64, f64)> {
         let c = cell(results, s, largest, 0)?.0.name();
         let p = pages.cells.get(&c)?;
@@ -505,6 +515,13 @@ fn findings(results: &Results, pages: &PagesResults) -> String {
             runs.1
         );
     }
+    out
+}
+
+/// The small page cache, and the original's RocksDB against its analogs here.
+fn analog_findings(results: &Results, totals: &[(Schema, f64)], base: f64, largest: u64) -> String {
+    let mut out = String::new();
+    let n = size_label(largest);
     let poor = |s: Schema| cell(results, s, largest, 1).map(|(_, r)| r.total.instructions as f64);
     if let (Some(rich), Some(poor_v)) = (Some(base), poor(BASELINE)) {
         let _ = writeln!(

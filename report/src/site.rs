@@ -13,13 +13,12 @@
 //! [`compare`] writes the page of a run against the committed results from canbench's CSV
 //! (`--csv`), for a CI artifact. `scripts/site-check.sh` opens the pages in headless Chromium.
 
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 use stablebench_grid::cells::{size_label, Cell};
 use stablebench_grid::ic::{
-    prices, PageCounts, DEFAULT_WASM_MEMORY_LIMIT_BYTES, QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT,
+    prices, DEFAULT_WASM_MEMORY_LIMIT_BYTES, QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT,
 };
 
 use super::results::{Measurement, Results};
@@ -50,15 +49,14 @@ pub struct Doc<'a> {
     pub cells: fn(&Cell) -> bool,
 }
 
-/// The figures the site shows: each benchmark under both models, and the pages it touched.
+/// The figures the site shows: each benchmark under both models (mainnet's with the pages it
+/// touched).
 #[derive(Clone, Copy, Debug)]
 pub struct Figures<'a> {
     /// canbench's results (`canbench_results.yml` and its `vfs/` twin).
     pub canbench: &'a Results,
-    /// Mainnet's (`mainnet_results.yml` and its twin).
+    /// Mainnet's (`mainnet_results.yml` and its twin), with the 64 KiB pages each touched.
     pub ic: &'a Results,
-    /// The 64 KiB pages each benchmark touched, by name.
-    pub pages: &'a BTreeMap<String, PageCounts>,
 }
 
 /// The site's pages: `answer` (markdown, the index's first section), one page per `docs` entry,
@@ -73,11 +71,38 @@ pub fn generate(
     command: &str,
     date: &str,
 ) -> Vec<File> {
-    let results = figures.canbench;
     let nav = nav(docs);
     let footer = footer(command, date);
     let mut files = Vec::new();
+    let body = index_body(figures.canbench, answer, docs, command, date);
+    files.push(File {
+        name: "index.html".into(),
+        text: page("stablebench results", &nav, &body, &footer, Assets::Linked),
+    });
+    for d in docs {
+        let (body, chart) = doc_body(figures, d, docs, flamegraphs);
+        files.push(chart);
+        files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
+    }
+    let mut body = String::from("<h1>All benchmarks</h1>\n");
+    body += "<p>One row per cell of the grid (workload, operation, size, backend, settings). \
+             <em>Per call</em> is the instructions of one timed iteration (the total over the \
+             iterations the benchmark repeats, divided by them), on mainnet and as canbench \
+             reports it; the limits, cycles and USD are those of one such call on mainnet as an \
+             update message. <em>Pages</em>: the 64 KiB pages one call accessed / wrote, \
+             which mainnet charges and canbench does not see.</p>\n";
+    body += &benchmark_table(figures, |_| true, flamegraphs, "benchmark-table");
+    files.push(File {
+        name: "benchmarks.html".into(),
+        text: page("All benchmarks", &nav, &body, &footer, Assets::Linked),
+    });
+    files.push(File { name: "style.css".into(), text: STYLE.into() });
+    files.push(File { name: "filter.js".into(), text: FILTER_JS.into() });
+    files
+}
 
+/// The index's body: how the figures were measured, `answer`, and a link to every page.
+fn index_body(results: &Results, answer: &str, docs: &[Doc], command: &str, date: &str) -> String {
     let mut body = String::from("<h1>stablebench: databases inside IC canisters, measured</h1>\n");
     let _ = writeln!(
         body,
@@ -110,55 +135,38 @@ pub fn generate(
     body += "<p>To see what a run of yours moved, write canbench's CSV (<code>canbench --csv</code>, or \
              <code>stablebench-runner bench --csv</code>) and run <code>scripts/site-compare.sh \
              canbench_results.csv</code>: it writes <code>target/site/compare.html</code>.</p>\n";
-    files.push(File {
-        name: "index.html".into(),
-        text: page("stablebench results", &nav, &body, &footer, Assets::Linked),
-    });
+    body
+}
 
-    for d in docs {
-        let mut body = markdown_to_html(d.markdown, docs);
-        let _ = writeln!(body, "<h2 id=\"limits\">Against the limits</h2>");
-        let chart = format!("{}.limits.svg", d.page.trim_end_matches(".html"));
-        let _ = writeln!(
-            body,
-            "<p>Every benchmark of this page: instructions per call against heap and stable memory growth, \
-             with the 5 B query and 40 B update limits and the 3 GiB default <code>wasm_memory_limit</code>; \
-             a point's distance to a line is its headroom.</p>\n<p><img src=\"{chart}\" alt=\"{} against the limits\"></p>",
-            esc(d.title)
-        );
-        let points: Vec<super::chart::LimitPoint> = results
-            .iter()
-            .filter(|(c, _)| (d.cells)(c))
-            .map(|(c, r)| {
-                let m = &r.total;
-                (c.backend, per_call(m) as f64, pages_mib(m.heap_increase), pages_mib(m.stable_memory_increase))
-            })
-            .collect();
-        files.push(File {
-            name: chart,
-            text: super::chart::limits(&format!("{}: every benchmark against the limits", d.title), &points),
-        });
-        let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
-        body += &benchmark_table(figures, d.cells, flamegraphs, "benchmark-table");
-        files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
-    }
-
-    let mut body = String::from("<h1>All benchmarks</h1>\n");
-    body += "<p>One row per cell of the grid (workload, operation, size, backend, settings). \
-             <em>Per call</em> is the instructions of one timed iteration (the total over the \
-             iterations the benchmark repeats, divided by them), on mainnet and as canbench \
-             reports it; the limits, cycles and USD are those of one such call on mainnet as an \
-             update message. <em>Pages</em>: the 64 KiB pages one call accessed / wrote, \
-             which mainnet charges and canbench does not see.</p>\n";
-    body += &benchmark_table(figures, |_| true, flamegraphs, "benchmark-table");
-    files.push(File {
-        name: "benchmarks.html".into(),
-        text: page("All benchmarks", &nav, &body, &footer, Assets::Linked),
-    });
-
-    files.push(File { name: "style.css".into(), text: STYLE.into() });
-    files.push(File { name: "filter.js".into(), text: FILTER_JS.into() });
-    files
+/// A report's page body (its markdown, its benchmarks against the limits, its benchmark table)
+/// and its limits chart.
+fn doc_body(figures: Figures<'_>, d: &Doc, docs: &[Doc], flamegraphs: &[String]) -> (String, File) {
+    let results = figures.canbench;
+    let mut body = markdown_to_html(d.markdown, docs);
+    let _ = writeln!(body, "<h2 id=\"limits\">Against the limits</h2>");
+    let chart = format!("{}.limits.svg", d.page.trim_end_matches(".html"));
+    let _ = writeln!(
+        body,
+        "<p>Every benchmark of this page: instructions per call against heap and stable memory growth, \
+         with the 5 B query and 40 B update limits and the 3 GiB default <code>wasm_memory_limit</code>; \
+         a point's distance to a line is its headroom.</p>\n<p><img src=\"{chart}\" alt=\"{} against the limits\"></p>",
+        esc(d.title)
+    );
+    let points: Vec<super::chart::LimitPoint> = results
+        .iter()
+        .filter(|(c, _)| (d.cells)(c))
+        .map(|(c, r)| {
+            let m = &r.total;
+            (c.backend, per_call(m) as f64, pages_mib(m.heap_increase), pages_mib(m.stable_memory_increase))
+        })
+        .collect();
+    let chart = File {
+        name: chart,
+        text: super::chart::limits(&format!("{}: every benchmark against the limits", d.title), &points),
+    };
+    let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
+    body += &benchmark_table(figures, d.cells, flamegraphs, "benchmark-table");
+    (body, chart)
 }
 
 fn nav(docs: &[Doc]) -> String {
@@ -216,11 +224,28 @@ fn page(title: &str, nav: &str, body: &str, footer: &str, assets: Assets) -> Str
 
 /// The table of the benchmarks `pick` selects, with a filter form above it (`filter.js`).
 fn benchmark_table(figures: Figures<'_>, pick: fn(&Cell) -> bool, flamegraphs: &[String], id: &str) -> String {
-    let Figures { canbench: results, ic, pages } = figures;
+    let Figures { canbench: results, ic } = figures;
     let rows: Vec<(&Cell, &Measurement)> =
         results.iter().filter(|(c, _)| pick(c)).map(|(c, r)| (c, &r.total)).collect();
+    let mut t = filters(&rows, id);
+    let _ = writeln!(
+        t,
+        "<table class=\"benchmarks\" id=\"{id}\">\n<thead><tr><th>benchmark</th><th>workload</th><th>backend</th>\
+         <th>size</th><th>settings</th><th class=\"n\">mainnet per call</th><th class=\"n\">canbench per call</th>\
+         <th class=\"n\">pages per call</th><th class=\"n\">mainnet, all calls</th><th class=\"n\">calls</th><th class=\"n\">heap MiB</th><th class=\"n\">stable MiB</th>\
+         <th class=\"n\">cycles per call</th><th class=\"n\">USD per call</th><th>fits</th><th>flamegraph</th></tr></thead>\n<tbody>"
+    );
+    for (c, m) in rows {
+        t += &benchmark_row(c, m, ic, flamegraphs);
+    }
+    t += "</tbody>\n</table>\n";
+    t
+}
+
+/// The filter form above a benchmark table: a choice per facet, among the values `rows` have.
+fn filters(rows: &[(&Cell, &Measurement)], id: &str) -> String {
     let mut choices: [Vec<String>; 4] = Default::default();
-    for (c, _) in &rows {
+    for (c, _) in rows {
         for (i, v) in facets(c).into_iter().enumerate() {
             if !choices[i].contains(&v) {
                 choices[i].push(v);
@@ -236,70 +261,67 @@ fn benchmark_table(figures: Figures<'_>, pick: fn(&Cell) -> bool, flamegraphs: &
         t += "</select></label>\n";
     }
     t += "<label>name <input type=\"search\" name=\"name\" placeholder=\"part of a name\"></label>\n<output></output>\n</form>\n";
+    t
+}
+
+/// One benchmark's row: canbench's figure `m` and mainnet's from `ic`, with what follows from
+/// mainnet's (the limits, cycles and USD).
+fn benchmark_row(c: &Cell, m: &Measurement, ic: &Results, flamegraphs: &[String]) -> String {
+    let mut t = String::new();
+    let [workload, backend, size, settings] = facets(c);
+    let calls = m.calls.max(1);
+    let canbench_per_call = per_call(m);
+    // Mainnet's figure where it was measured (the limits, cycles and USD follow from it).
+    let mainnet = ic.get(c).map(|r| per_call(&r.total));
+    let per_call = mainnet.unwrap_or(canbench_per_call);
+    let cycles = prices::update_cycles(per_call);
+    let heap_bytes = m.heap_increase * stablebench_grid::ic::WASM_PAGE_BYTES;
+    let fits = match (per_call <= QUERY_INSTRUCTION_LIMIT, per_call <= UPDATE_INSTRUCTION_LIMIT) {
+        (true, _) => "query, update",
+        (false, true) => "update",
+        (false, false) => "neither",
+    };
+    let fits = if heap_bytes > DEFAULT_WASM_MEMORY_LIMIT_BYTES {
+        format!("{fits}; heap over the limit")
+    } else {
+        fits.to_string()
+    };
+    let name = c.name();
+    let pages = ic.get(c).and_then(|r| r.pages).map_or("–".to_string(), |p| {
+        let per = |v: u64| match calls {
+            1 => grouped(v),
+            n => format!("{:.1}", v as f64 / n as f64),
+        };
+        format!("{} / {}", per(p.accessed()), per(p.written()))
+    });
+    let total = ic.get(c).map_or(m.instructions, |r| r.total.instructions);
+    let flame = if flamegraphs.contains(&name) {
+        format!("<a href=\"flamegraphs/{name}.svg\">step</a>")
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         t,
-        "<table class=\"benchmarks\" id=\"{id}\">\n<thead><tr><th>benchmark</th><th>workload</th><th>backend</th>\
-         <th>size</th><th>settings</th><th class=\"n\">mainnet per call</th><th class=\"n\">canbench per call</th>\
-         <th class=\"n\">pages per call</th><th class=\"n\">mainnet, all calls</th><th class=\"n\">calls</th><th class=\"n\">heap MiB</th><th class=\"n\">stable MiB</th>\
-         <th class=\"n\">cycles per call</th><th class=\"n\">USD per call</th><th>fits</th><th>flamegraph</th></tr></thead>\n<tbody>"
+        "<tr data-workload=\"{w}\" data-backend=\"{b}\" data-size=\"{s}\" data-settings=\"{p}\" data-name=\"{name}\">\
+         <td><code>{name}</code></td><td>{w}</td><td>{b}</td><td>{s}</td><td>{p}</td>\
+         <td class=\"n\">{mainnet}</td><td class=\"n\">{per}</td><td class=\"n\">{pages}</td>\
+         <td class=\"n\" title=\"{exact}\">{total}</td><td class=\"n\">{calls}</td>\
+         <td class=\"n\">{heap}</td><td class=\"n\">{stable}</td><td class=\"n\">{cycles}</td>\
+         <td class=\"n\">{usd:.6}</td><td>{fits}</td><td>{flame}</td></tr>",
+        w = esc(&workload),
+        b = esc(&backend),
+        s = esc(&size),
+        p = esc(&settings),
+        exact = grouped(total),
+        total = human(total),
+        calls = grouped(calls),
+        mainnet = mainnet.map_or("–".into(), human),
+        per = human(canbench_per_call),
+        heap = mib(m.heap_increase),
+        stable = mib(m.stable_memory_increase),
+        cycles = grouped(cycles),
+        usd = prices::usd(cycles),
     );
-    for (c, m) in rows {
-        let [workload, backend, size, settings] = facets(c);
-        let calls = m.calls.max(1);
-        let canbench_per_call = per_call(m);
-        // Mainnet's figure where it was measured (the limits, cycles and USD follow from it).
-        let mainnet = ic.get(c).map(|r| per_call(&r.total));
-        let per_call = mainnet.unwrap_or(canbench_per_call);
-        let cycles = prices::update_cycles(per_call);
-        let heap_bytes = m.heap_increase * stablebench_grid::ic::WASM_PAGE_BYTES;
-        let fits = match (per_call <= QUERY_INSTRUCTION_LIMIT, per_call <= UPDATE_INSTRUCTION_LIMIT) {
-            (true, _) => "query, update",
-            (false, true) => "update",
-            (false, false) => "neither",
-        };
-        let fits = if heap_bytes > DEFAULT_WASM_MEMORY_LIMIT_BYTES {
-            format!("{fits}; heap over the limit")
-        } else {
-            fits.to_string()
-        };
-        let name = c.name();
-        let pages = pages.get(&name).map_or("–".to_string(), |p| {
-            let per = |v: u64| match calls {
-                1 => grouped(v),
-                n => format!("{:.1}", v as f64 / n as f64),
-            };
-            format!("{} / {}", per(p.accessed()), per(p.written()))
-        });
-        let total = ic.get(c).map_or(m.instructions, |r| r.total.instructions);
-        let flame = if flamegraphs.contains(&name) {
-            format!("<a href=\"flamegraphs/{name}.svg\">step</a>")
-        } else {
-            String::new()
-        };
-        let _ = writeln!(
-            t,
-            "<tr data-workload=\"{w}\" data-backend=\"{b}\" data-size=\"{s}\" data-settings=\"{p}\" data-name=\"{name}\">\
-             <td><code>{name}</code></td><td>{w}</td><td>{b}</td><td>{s}</td><td>{p}</td>\
-             <td class=\"n\">{mainnet}</td><td class=\"n\">{per}</td><td class=\"n\">{pages}</td>\
-             <td class=\"n\" title=\"{exact}\">{total}</td><td class=\"n\">{calls}</td>\
-             <td class=\"n\">{heap}</td><td class=\"n\">{stable}</td><td class=\"n\">{cycles}</td>\
-             <td class=\"n\">{usd:.6}</td><td>{fits}</td><td>{flame}</td></tr>",
-            w = esc(&workload),
-            b = esc(&backend),
-            s = esc(&size),
-            p = esc(&settings),
-            exact = grouped(total),
-            total = human(total),
-            calls = grouped(calls),
-            mainnet = mainnet.map_or("–".into(), human),
-            per = human(canbench_per_call),
-            heap = mib(m.heap_increase),
-            stable = mib(m.stable_memory_increase),
-            cycles = grouped(cycles),
-            usd = prices::usd(cycles),
-        );
-    }
-    t += "</tbody>\n</table>\n";
     t
 }
 

@@ -5,7 +5,6 @@
 //! `docs/mainnet.md` and the README's mainnet summary. Every answer the other reports give is
 //! computed twice, by the same code, once from each file; the table of answers lists both.
 
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use stablebench_grid::cells::{
@@ -18,68 +17,7 @@ use stablebench_grid::sysrepo::{SIZES as SYSREPO_SIZES, TESTS};
 use stablebench_grid::users_orders::{Sizes, BENCHES};
 
 use super::results::Results;
-use super::{kv, sysrepo, Measured};
-
-/// The benchmarks of a mainnet results file, by name.
-fn benches_of(text: &str) -> Result<Vec<(String, serde_yaml::Value)>, String> {
-    let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("mainnet_results.yml: {e}"))?;
-    let benches = yml["benches"].as_mapping().ok_or("mainnet_results.yml has no `benches` map")?;
-    benches
-        .iter()
-        .map(|(name, b)| {
-            let name = name.as_str().ok_or("mainnet_results.yml: a bench name is not a string")?;
-            Ok((name.to_string(), b.clone()))
-        })
-        .collect()
-}
-
-/// One `pages` map of a mainnet results file; `what` names it in the error.
-fn counts(p: &serde_yaml::Value, what: &str) -> Result<PageCounts, String> {
-    let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {what}: no pages.{k}"));
-    Ok(PageCounts {
-        heap_accessed: n("heap_accessed")?,
-        heap_written: n("heap_written")?,
-        stable_accessed: n("stable_accessed")?,
-        stable_written: n("stable_written")?,
-    })
-}
-
-/// The page counts of a mainnet results file, by benchmark name.
-pub fn pages_of(text: &str) -> Result<BTreeMap<String, PageCounts>, String> {
-    benches_of(text)?.into_iter().map(|(name, b)| Ok((name.clone(), counts(&b["pages"], &name)?))).collect()
-}
-
-/// The page counts of each scope a mainnet results file places (`scope_pages`: the scopes that
-/// ran once inside a measured step), by benchmark name, then scope.
-pub fn scope_pages_of(text: &str) -> Result<BTreeMap<String, BTreeMap<String, PageCounts>>, String> {
-    let mut out = BTreeMap::new();
-    for (name, b) in benches_of(text)? {
-        let Some(scopes) = b.get("scope_pages").and_then(|s| s.as_mapping()) else { continue };
-        let mut of = BTreeMap::new();
-        for (scope, p) in scopes {
-            let scope =
-                scope.as_str().ok_or_else(|| format!("mainnet_results.yml: {name}: a scope is not a string"))?;
-            of.insert(scope.to_string(), counts(p, &format!("{name}: scope {scope}"))?);
-        }
-        out.insert(name, of);
-    }
-    Ok(out)
-}
-
-/// The totals as the pragma guide's report reads them ([`super::generate`]).
-pub fn measured(results: &Results) -> BTreeMap<String, Measured> {
-    results
-        .iter()
-        .map(|(cell, r)| {
-            let m = Measured {
-                instructions: r.total.instructions,
-                heap_increase: r.total.heap_increase,
-                stable_memory_increase: r.total.stable_memory_increase,
-            };
-            (cell.name(), m)
-        })
-        .collect()
-}
+use super::{kv, sysrepo};
 
 /// The report an answer belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +54,7 @@ fn cheapest(options: impl Iterator<Item = (Backend, Option<f64>)>) -> String {
 /// The answers the reports give, computed from `results`, in [`answers`] order.
 fn answers_of(results: &Results) -> Vec<(Topic, String, String)> {
     let mut out = Vec::new();
-    let standings = super::standings(&measured(results));
+    let standings = super::standings(results);
     let best =
         standings.iter().find(|s| super::qualifies(s)).map_or("none".to_string(), |s| s.profile.name.to_string());
     out.push((
@@ -231,17 +169,9 @@ pub fn with_lead(markdown: &str, lead: &str) -> String {
 
 /// The closing section of a report: every benchmark on its page (`on_page`), mainnet's figure per
 /// call with canbench's and the pages beside it, in the grid's order.
-pub fn both_models_section(
-    canbench: &Results,
-    ic: &Results,
-    pages: &BTreeMap<String, PageCounts>,
-    on_page: impl Fn(&Cell) -> bool,
-) -> String {
-    let rows: Vec<Row> = canbench
-        .iter()
-        .filter(|(cell, _)| on_page(cell))
-        .filter_map(|(cell, _)| row(cell, canbench, ic, pages))
-        .collect();
+pub fn both_models_section(canbench: &Results, ic: &Results, on_page: impl Fn(&Cell) -> bool) -> String {
+    let rows: Vec<Row> =
+        canbench.iter().filter(|(cell, _)| on_page(cell)).filter_map(|(cell, _)| row(cell, canbench, ic)).collect();
     if rows.is_empty() {
         return String::new();
     }
@@ -284,14 +214,14 @@ struct Row {
     pages: Option<PageCounts>,
 }
 
-fn row(cell: &Cell, canbench: &Results, ic: &Results, pages: &BTreeMap<String, PageCounts>) -> Option<Row> {
+fn row(cell: &Cell, canbench: &Results, ic: &Results) -> Option<Row> {
     let (c, i) = (canbench.get(cell)?, ic.get(cell)?);
     Some(Row {
         what: format!("`{}`", cell.name()),
         calls: c.total.calls.max(1),
         canbench: c.total.instructions,
         mainnet: i.total.instructions,
-        pages: pages.get(&cell.name()).copied(),
+        pages: i.pages,
     })
 }
 
@@ -363,11 +293,7 @@ fn answers_table(answers: &[Answer]) -> String {
 
 /// NodeStore's phases at its largest size, backend by backend: each phase's figure in both
 /// models and the pages first touched in it (`scope_pages`), which canbench cannot report.
-fn phases_table(
-    canbench: &Results,
-    ic: &Results,
-    scope_pages: &BTreeMap<String, BTreeMap<String, PageCounts>>,
-) -> String {
+fn phases_table(canbench: &Results, ic: &Results) -> String {
     let size = NODESTORE_SIZES.into_iter().max().unwrap_or(0);
     let mut t = String::from(
         "| benchmark | phase | mainnet | canbench | mainnet / canbench | pages accessed / written |\n|---|---|--:|--:|--:|--:|\n",
@@ -377,9 +303,9 @@ fn phases_table(
         let Some(i) = ic.get(cell) else { continue };
         for (phase, m) in &c.scopes {
             let Some(mi) = i.scope(phase) else { continue };
-            let pages = scope_pages
-                .get(&cell.name())
-                .and_then(|s| s.get(phase))
+            let pages = i
+                .scope_pages
+                .get(phase)
                 .map_or("–".into(), |p| format!("{} / {}", grouped(p.accessed()), grouped(p.written())));
             let _ = writeln!(
                 t,
@@ -395,28 +321,19 @@ fn phases_table(
 }
 
 /// `docs/mainnet.md` and the README's summary from the two models' results.
-pub fn generate(
-    canbench: &Results,
-    ic: &Results,
-    pages: &BTreeMap<String, PageCounts>,
-    scope_pages: &BTreeMap<String, BTreeMap<String, PageCounts>>,
-    command: &str,
-    date: &str,
-) -> MainnetReport {
+pub fn generate(canbench: &Results, ic: &Results, command: &str, date: &str) -> MainnetReport {
     let answers = answers(canbench, ic);
     let kv_rows: Vec<Row> = TRIE_OPS
         .into_iter()
         .flat_map(|op| BACKENDS.into_iter().map(move |b| (op, b)))
         .filter_map(|(op, b)| {
             let (cell, _) = canbench.find(op, DB_WEIGHT_SIZE, b)?;
-            row(cell, canbench, ic, pages)
+            row(cell, canbench, ic)
         })
         .collect();
     let uo_rows: Vec<Row> = BENCHES
         .into_iter()
-        .filter_map(|b| {
-            row(&Cell::users_orders_at(b, Sizes::REFERENCE.orders, Backend::Sqlite, DEFAULT), canbench, ic, pages)
-        })
+        .filter_map(|b| row(&Cell::users_orders_at(b, Sizes::REFERENCE.orders, Backend::Sqlite, DEFAULT), canbench, ic))
         .collect();
     let changed = answers.iter().filter(|a| a.changed()).count();
     let ratios: Vec<f64> = canbench
@@ -469,7 +386,7 @@ pub fn generate(
          these phases are derived from them (`IcPricing::Scopes`).\n",
         grouped(NODESTORE_SIZES.into_iter().max().unwrap_or(0))
     );
-    md += &phases_table(canbench, ic, scope_pages);
+    md += &phases_table(canbench, ic);
     canbench_summaries(&mut md, canbench, command, date);
     let readme = readme(&answers, &kv_rows, (lo, hi), changed, date);
     MainnetReport { markdown: md, readme }
@@ -542,7 +459,7 @@ fn canbench_summaries(md: &mut String, canbench: &Results, command: &str, date: 
     let kv_cb = kv::generate(canbench, &|_| None, command, date);
     let _ = writeln!(md, "### IC DbWeight\n\n{}", super::for_docs_page(&kv_cb.readme_dbweight));
     let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", super::for_docs_page(&kv_cb.patterns));
-    let rep_cb = super::generate(&measured(canbench), canbench.model(), None, command, date);
+    let rep_cb = super::generate(canbench, None, command, date);
     let _ = writeln!(md, "### Pragma profiles\n\n{}", super::for_docs_page(&rep_cb.readme_profiles));
     let sys_cb = sysrepo::generate(canbench, command, date);
     let _ = writeln!(md, "### sysrepo\n\n{}", super::for_docs_page(&sys_cb.readme));
@@ -578,25 +495,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn page_counts_are_read_by_name_and_a_missing_field_is_an_error() {
-        let text = "model: ic\nbenches:\n  a:\n    pages: {heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0}\n    total: {calls: 1, instructions: 5, heap_increase: 0, stable_memory_increase: 0}\n    scopes: {}\n";
-        let pages = pages_of(text).unwrap();
-        assert_eq!(pages["a"], PageCounts { heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0 });
-        assert_eq!(pages["a"].accessed(), 4);
-        assert!(pages_of("benches:\n  a:\n    pages: {heap_accessed: 3}\n").is_err());
-        let scoped = "benches:\n  a:\n    scope_pages:\n      x: {heap_accessed: 4, heap_written: 1, stable_accessed: 2, stable_written: 0}\n  b:\n    pages: {}\n";
-        let by_scope = scope_pages_of(scoped).unwrap();
-        assert_eq!(
-            by_scope["a"]["x"],
-            PageCounts { heap_accessed: 4, heap_written: 1, stable_accessed: 2, stable_written: 0 }
-        );
-        assert!(!by_scope.contains_key("b"));
-        assert!(scope_pages_of("benches:\n  a:\n    scope_pages:\n      x: {heap_accessed: 4}\n").is_err());
-    }
-
-    #[test]
     fn a_reports_lead_gives_its_pages_ratios_and_the_answers_that_change() {
-        use crate::report::results::{Measurement, Record};
+        use crate::results::{Measurement, Record};
         use stablebench_grid::cells::{cells_of, Canister, Op};
         // Two sysrepo cells and one trie cell, mainnet charging 2x and 5x the first two, 100x the
         // trie cell (which is not on the page).
@@ -605,7 +505,7 @@ mod tests {
         let trie = grid.iter().find(|c| matches!(c.op, Op::TrieRead(_))).unwrap();
         let record = |instructions| {
             let total = Measurement { calls: 1, instructions, ..Measurement::default() };
-            Record { total, scopes: BTreeMap::new() }
+            Record { total, ..Default::default() }
         };
         let results = |f: [u64; 3]| {
             let named = [(sysrepo[0], f[0]), (sysrepo[1], f[1]), (trie, f[2])];

@@ -1,17 +1,72 @@
-//! What both canisters' benchmarks measure the same way (`--features canbench`): the instruction
-//! counter and scopes as a [`Probe`], memory in wasm pages, and the key-value workloads' measured
-//! steps (trie read/write, NodeStore) on any [`KvStore`], with the oracle's verdict. The
-//! ic-sqlite-vfs canister (`vfs/`) compiles this same file (`#[path]`), so its key-value cells run
-//! exactly this code over its own store.
+//! # stablebench-host
+//!
+//! What both canisters' benchmarks measure the same way (their feature `canbench`): the
+//! instruction counter and scopes as a [`Probe`], memory in wasm pages, the setup-stage report
+//! where the runner's shared setups fork ([`setup_stage`]), the setup batching
+//! ([`SETUP_BATCH`]), and the key-value workloads' measured steps (trie read/write, NodeStore) on
+//! any [`KvStore`], with the oracle's verdict. The ic-rusqlite canister (`canister/`) and the
+//! ic-sqlite-vfs canister (`vfs/`) both depend on it, so their key-value cells run exactly this
+//! code over their own stores. The canbench functions themselves are generated from the grid by
+//! each canister's `build.rs` (`stablebench_grid::canbench`).
 
 use std::collections::BTreeMap;
 
 use canbench_rs::{bench_fn, bench_scope, BenchResult, Measurement};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::{nodestore, trie, KvStore, Probe};
-use stablebench_grid::cells::{Cache, Cell, Op, Stage, MEASURE_LINE, SETUP_STAGE_PREFIX};
+use stablebench_grid::cells::{
+    self, Cache, Canister, Cell, Op, Stage, MEASURE_LINE, SETUP_STAGE_PREFIX, SWITCHED_CELL_PREFIX,
+};
 use stablebench_grid::live::Oracle;
 use stablebench_grid::{scopes, KV_SEED};
+
+/// Rows per transaction when a benchmark's setup loads a key-value data set (never measured).
+pub const SETUP_BATCH: usize = 10_000;
+
+/// Traps with the cell's name, the step that failed and why: a benchmark that cannot run has no
+/// result to report.
+pub fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
+    ic_cdk::trap(format!("{name}: {step}: {e}"))
+}
+
+/// Runs cell `index` of `canister`'s grid (the generated canbench functions call the canister's
+/// `run` with their own position): `measure` gets the grid, the index and the cell, runs its
+/// setup and measured step, and returns the cell it went on as (itself, unless a setup stage said
+/// otherwise, see [`setup_stage`]) with what it measured. A failure or a wrong result traps, with
+/// the cell's name; a switched cell is reported after the measurement.
+///
+/// Everything before a setup stage depends only on the setup, never on which cell runs: the grid
+/// is looked up by position, and the list stays allocated until the end.
+pub fn run(
+    canister: Canister,
+    index: usize,
+    measure: impl FnOnce(&[Cell], usize, Cell) -> (Cell, Measured),
+) -> BenchResult {
+    let grid = cells::cells_of(canister);
+    let Some(&first) = grid.get(index) else { fail(&index.to_string(), "lookup", "no such cell in the grid") };
+    let (cell, measured) = measure(&grid, index, first);
+    let (result, oracle) = measured.unwrap_or_else(|e| fail(&cell.name(), "run", e));
+    // After the measurement (which this allocation cannot move): which cell this query went on as.
+    if cell != first {
+        ic_cdk::api::debug_print(format!("{SWITCHED_CELL_PREFIX}{}", cell.name()));
+    }
+    match oracle {
+        Oracle::Pass(_) => result,
+        Oracle::Fail(why) => fail(&cell.name(), "verify", why),
+    }
+}
+
+/// A trie read or write cell on `store`, new and empty: loads the data set (scope `setup`,
+/// outside `total`: [`trie_setup`]), reports the setup stage, then measures the cell it goes on as.
+pub fn run_trie(grid: &[Cell], index: usize, first: Cell, store: &mut dyn KvStore) -> (Cell, Measured) {
+    let setup = trie_setup(&first, store, SETUP_BATCH).unwrap_or_else(|e| fail(&first.name(), "setup", e));
+    let (_, cell) = setup_stage(grid, index, first.setup_stage(0));
+    let mut measured = measure_trie(&cell, store);
+    if let Ok((result, _)) = &mut measured {
+        result.scopes.insert(scopes::SETUP.to_string(), setup);
+    }
+    (cell, measured)
+}
 
 /// A measured step's canbench result and the oracle's verdict on what it returned; `Err` when the
 /// step itself failed.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use stablebench_grid::cells::{self, Backend, Cell, Op};
+use stablebench_grid::ic::PageCounts;
 use stablebench_grid::profiles::Profile;
 
 pub use super::Model;
@@ -24,13 +25,20 @@ pub struct Measurement {
     pub stable_memory_increase: u64,
 }
 
-/// One benchmark's record: its total and its named scopes.
+/// One benchmark's record: its total and its named scopes, and in a mainnet results file the
+/// 64 KiB pages it touched.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Record {
     /// What `bench_fn` (or the raw bench's own accounting) measured.
     pub total: Measurement,
     /// The `bench_scope`s by name (`w_avg`, `setup`, `save`, `inserts`, ...).
     pub scopes: BTreeMap<String, Measurement>,
+    /// The pages one call accessed and wrote, which mainnet charges (`pages`; mainnet results
+    /// only: canbench's PocketIC does not see them).
+    pub pages: Option<PageCounts>,
+    /// The pages first touched in each scope that ran once inside the measured step
+    /// (`scope_pages`; mainnet results only).
+    pub scope_pages: BTreeMap<String, PageCounts>,
 }
 
 impl Record {
@@ -103,8 +111,9 @@ impl Results {
         for text in texts {
             let yml: serde_yaml::Value =
                 serde_yaml::from_str(text).map_err(|e| format!("canbench_results.yml: {e}"))?;
-            models.push(Results::model_of(&yml));
-            for (name, record) in Results::named_records(&yml)? {
+            let model = Results::model_of(&yml);
+            models.push(model);
+            for (name, record) in Results::named_records(&yml, model)? {
                 if named.insert(name.clone(), record).is_some() {
                     return Err(format!("{name} is in two results files"));
                 }
@@ -124,7 +133,8 @@ impl Results {
         }
     }
 
-    fn named_records(yml: &serde_yaml::Value) -> Result<BTreeMap<String, Record>, String> {
+    /// The records of a results file by name; in a mainnet one (`model`), each with its pages.
+    fn named_records(yml: &serde_yaml::Value, model: Model) -> Result<BTreeMap<String, Record>, String> {
         let benches =
             yml["benches"].as_mapping().ok_or_else(|| "canbench_results.yml has no `benches` map".to_string())?;
         let measurement = |m: &serde_yaml::Value| {
@@ -146,7 +156,11 @@ impl Results {
                     k.as_str().ok_or_else(|| format!("canbench_results.yml: {name}: a scope name is not a string"))?;
                 scopes.insert(k.to_string(), measurement(v));
             }
-            named.insert(name.to_string(), Record { total: measurement(&r["total"]), scopes });
+            let (pages, scope_pages) = match model {
+                Model::Mainnet => (Some(page_counts(&r["pages"], name)?), scope_pages(r, name)?),
+                Model::Canbench => (None, BTreeMap::new()),
+            };
+            named.insert(name.to_string(), Record { total: measurement(&r["total"]), scopes, pages, scope_pages });
         }
         Ok(named)
     }
@@ -181,6 +195,28 @@ impl Results {
     }
 }
 
+/// One `pages` map of a mainnet results file; `what` names it in the error.
+fn page_counts(p: &serde_yaml::Value, what: &str) -> Result<PageCounts, String> {
+    let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {what}: no pages.{k}"));
+    Ok(PageCounts {
+        heap_accessed: n("heap_accessed")?,
+        heap_written: n("heap_written")?,
+        stable_accessed: n("stable_accessed")?,
+        stable_written: n("stable_written")?,
+    })
+}
+
+/// A mainnet benchmark's `scope_pages` (the scopes that ran once inside its measured step), by
+/// scope; empty if it has none.
+fn scope_pages(r: &serde_yaml::Value, name: &str) -> Result<BTreeMap<String, PageCounts>, String> {
+    let mut of = BTreeMap::new();
+    for (scope, p) in r.get("scope_pages").and_then(|s| s.as_mapping()).into_iter().flatten() {
+        let scope = scope.as_str().ok_or_else(|| format!("mainnet_results.yml: {name}: a scope is not a string"))?;
+        of.insert(scope.to_string(), page_counts(p, &format!("{name}: scope {scope}"))?);
+    }
+    Ok(of)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,9 +244,34 @@ mod tests {
     }
 
     #[test]
+    fn a_mainnet_file_gives_each_record_its_pages_and_a_missing_field_is_an_error() {
+        let total = "    total: {calls: 1, instructions: 5, heap_increase: 0, stable_memory_increase: 0}\n";
+        let pages = "    pages: {heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0}\n";
+        let scoped = "    scope_pages:\n      inserts: {heap_accessed: 4, heap_written: 1, stable_accessed: 2, stable_written: 0}\n";
+        let cell = Cell { op: Op::NodeStore, size: 10_000, backend: Backend::StableBTreeMap, profile: None };
+        let text = format!("model: ic\nbenches:\n  {}:\n{total}{pages}{scoped}", cell.name());
+        let results = Results::from_canbench_yml(&text).unwrap();
+        let record = results.get(&cell).unwrap();
+        let want = PageCounts { heap_accessed: 3, heap_written: 2, stable_accessed: 1, stable_written: 0 };
+        assert_eq!(record.pages, Some(want));
+        assert_eq!(record.pages.unwrap().accessed(), 4);
+        let inserts = PageCounts { heap_accessed: 4, heap_written: 1, stable_accessed: 2, stable_written: 0 };
+        assert_eq!(record.scope_pages, BTreeMap::from([("inserts".to_string(), inserts)]));
+        // canbench's own files have no pages, and need none.
+        let canbench = format!("benches:\n  {}:\n{total}", cell.name());
+        assert_eq!(Results::from_canbench_yml(&canbench).unwrap().get(&cell).unwrap().pages, None);
+        // A mainnet record without pages, or with a field missing, is an error naming it.
+        let no_pages = format!("model: ic\nbenches:\n  {}:\n{total}", cell.name());
+        assert!(Results::from_canbench_yml(&no_pages).unwrap_err().contains("no pages.heap_accessed"));
+        let short = format!("model: ic\nbenches:\n  {}:\n{total}    pages: {{heap_accessed: 3}}\n", cell.name());
+        assert!(Results::from_canbench_yml(&short).unwrap_err().contains("no pages.heap_written"));
+    }
+
+    #[test]
     fn the_model_comes_from_the_files_and_both_models_at_once_are_an_error() {
         let bench = "benches:\n  stable_btreemap_nodestore_10k:\n    total:\n      calls: 1\n      instructions: 7\n";
-        let ic = format!("model: 'ic: mainnet'\n{bench}");
+        let pages = "    pages: {heap_accessed: 0, heap_written: 0, stable_accessed: 0, stable_written: 0}\n";
+        let ic = format!("model: 'ic: mainnet'\n{bench}{pages}");
         let vfs =
             "benches:\n  sqlite_vfs_insert_users_vfs_default:\n    total:\n      calls: 1\n      instructions: 7\n";
         assert_eq!(Results::from_canbench_yml(bench).unwrap().model(), Model::Canbench);

@@ -15,7 +15,7 @@ use plotters::prelude::*;
 
 use super::human;
 use super::results::Results;
-use crate::report::chart::{legend, line_panel, log_range, Drawn, Mark, Series};
+use crate::chart::{legend, line_panel, log_range, Drawn, Mark, Series};
 
 /// The backend every comparison is against: the whole datastore (`blob`), as sysrepo's document
 /// compares with its first plugin, the JSON DS file.
@@ -352,7 +352,7 @@ fn tables(md: &mut String, results: &Results) {
 /// `docs/sysrepo.svg`: mean instructions per try against the number of items, both axes
 /// logarithmic, one line per sysrepo backend, one panel per test of `panels` (2×2).
 pub fn chart(results: &Results, panels: &[(Test, bool); 4]) -> String {
-    crate::report::chart::svg(|s| draw_sysrepo(results, panels, s))
+    crate::chart::svg(|s| draw_sysrepo(results, panels, s))
 }
 
 fn draw_sysrepo(results: &Results, panels: &[(Test, bool); 4], svg: &mut String) -> Drawn {
@@ -411,7 +411,10 @@ mod tests {
             };
             let total = Measurement { calls: 10, instructions: 10 * per_try, ..Default::default() };
             let max = Measurement { calls: 1, instructions: per_try, ..Default::default() };
-            named.insert(c.name(), Record { total, scopes: BTreeMap::from([(MAX_TRY_SCOPE.to_string(), max)]) });
+            named.insert(
+                c.name(),
+                Record { total, scopes: BTreeMap::from([(MAX_TRY_SCOPE.to_string(), max)]), ..Default::default() },
+            );
         }
         Results::new(named).unwrap()
     }

@@ -3,10 +3,10 @@
 use plotters::prelude::*;
 use stablebench_grid::cells::{BACKENDS, NODESTORE_SIZES, TRIE_SIZES};
 
-use super::{op_title, op_unit, phase_per_op, w_avg_per_op, PHASES, TRIE_OPS};
-use crate::report::chart::{colour, legend, line_panel, log_label, log_range, not_measured, svg, Drawn, Mark, Series};
-use crate::report::grouped;
-use crate::report::results::Results;
+use super::{op_title, op_unit, phase_per_op, w_avg_per_op, COLUMNS, TRIE_OPS};
+use crate::chart::{colour, legend, line_panel, log_label, log_range, not_measured, svg, Drawn, Mark, Series};
+use crate::grouped;
+use crate::results::Results;
 
 /// `docs/kv_trie.svg`: w_avg instructions per operation against keys in the database, both axes
 /// logarithmic, one line with points per backend, one panel per trie operation (2×2).
@@ -52,7 +52,7 @@ fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
         let (strip, grid) = root.split_vertically(36);
         legend(&strip, Mark::Bar, &BACKENDS)?;
         for (panel, n) in grid.split_evenly((1, NODESTORE_SIZES.len())).iter().zip(NODESTORE_SIZES) {
-            let values: Vec<(usize, usize, f64)> = PHASES
+            let values: Vec<(usize, usize, f64)> = COLUMNS
                 .iter()
                 .enumerate()
                 .flat_map(|(i, p)| {
@@ -68,18 +68,18 @@ fn draw_nodestore(results: &Results, svg: &mut String) -> Drawn {
                 .margin(12)
                 .x_label_area_size(40)
                 .y_label_area_size(70)
-                .build_cartesian_2d(-0.5..PHASES.len() as f64 - 0.5, (lo..hi).log_scale())?;
+                .build_cartesian_2d(-0.5..COLUMNS.len() as f64 - 0.5, (lo..hi).log_scale())?;
             // Phases are categories: label the integer positions only.
             let phase_label = |x: &f64| {
                 let i = x.round();
-                match PHASES.get(i as usize) {
+                match COLUMNS.get(i as usize) {
                     Some(p) if (x - i).abs() < 1e-6 && i >= 0.0 => p.short_title().to_string(),
                     _ => String::new(),
                 }
             };
             chart
                 .configure_mesh()
-                .x_labels(PHASES.len() + 1)
+                .x_labels(COLUMNS.len() + 1)
                 .y_labels(40)
                 .max_light_lines(0)
                 .bold_line_style(BLACK.mix(0.08))
@@ -111,7 +111,7 @@ mod tests {
     use stablebench_grid::cells::{cells, Backend, Cache, Op};
 
     use super::*;
-    use crate::report::results::{Measurement, Record};
+    use crate::results::{Measurement, Record};
 
     fn results(skip: impl Fn(Backend, u64) -> bool) -> Results {
         let mut named = BTreeMap::new();
@@ -129,6 +129,7 @@ mod tests {
                     "w_avg".to_string(),
                     Measurement { calls: 30, instructions: 30 * per_iteration, ..Default::default() },
                 )]),
+                ..Default::default()
             };
             named.insert(c.name(), record);
         }

@@ -12,9 +12,9 @@ use stablebench_grid::users_orders::{PROJECTED_SCALE, SCALES};
 
 use super::results::{Measurement, Results};
 use super::{grouped, human, mib};
-use crate::bench::{Bench, Sizes, BENCHES};
-use crate::report::chart::{compact, Drawn};
+use crate::chart::{compact, Drawn};
 use plotters::prelude::*;
+use stablebench::bench::{Bench, Sizes, BENCHES};
 
 /// Rows the measured step handles on a database of `sizes`, the unit of "per row": rows
 /// inserted, index entries built (both indexes), rows returned, orders deleted (and, for the
@@ -307,11 +307,11 @@ pub fn generate(results: &Results, command: &str, date: &str) -> Report {
 /// the 5 B query and 40 B update limits as horizontal lines). The projected size is joined to the
 /// last measured one by a dashed line and drawn without a point.
 pub fn chart(curves: &[Curve]) -> String {
-    crate::report::chart::svg(|s| draw_scaling(curves, s))
+    crate::chart::svg(|s| draw_scaling(curves, s))
 }
 
 fn draw_scaling(curves: &[Curve], svg: &mut String) -> Drawn {
-    use crate::report::chart::{legend_rows, log_log_chart, log_range, runs, Area, Line, TEN};
+    use crate::chart::{legend_rows, log_log_chart, log_range, runs, Area, Line, TEN};
     use plotters::style::text_anchor::{HPos, Pos, VPos};
     let root = SVGBackend::with_string(svg, (1300, 640)).into_drawing_area();
     root.fill(&WHITE)?;
@@ -392,7 +392,7 @@ mod tests {
 
     use super::super::results::Record;
     use super::*;
-    use crate::oracle;
+    use stablebench::oracle;
 
     #[test]
     fn rows_are_the_oracles_counts() {
@@ -417,7 +417,7 @@ mod tests {
             for n in SCALES {
                 let m =
                     Measurement { calls: 1, instructions: per_row(n) * rows(b, Sizes::at(n)), ..Default::default() };
-                named.insert(cell(b, n).name(), Record { total: m, scopes: BTreeMap::new() });
+                named.insert(cell(b, n).name(), Record { total: m, ..Default::default() });
             }
         }
         Results::new(named).unwrap()
@@ -464,7 +464,7 @@ mod tests {
         let mut named = BTreeMap::new();
         for n in [10_000, 100_000, 1_000_000] {
             let m = Measurement { calls: 1, instructions: 1_000, ..Default::default() };
-            named.insert(cell(Bench::SelectJoin, n).name(), Record { total: m, scopes: BTreeMap::new() });
+            named.insert(cell(Bench::SelectJoin, n).name(), Record { total: m, ..Default::default() });
         }
         let c = Curve::of(&Results::new(named).unwrap(), Bench::SelectJoin);
         assert_eq!(fit(&c, UPDATE_INSTRUCTION_LIMIT), Fit::Beyond { orders: 1_000_000, projected: false });

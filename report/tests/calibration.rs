@@ -5,11 +5,11 @@
 //! test fails when they differ from what the files give, checks the files against calibrate.sh's
 //! `SETS`, and asserts the claims the doc's prose makes about the data, so a run that breaks one
 //! fails until the prose is mended. After a run of calibrate.sh, regenerate the doc with
-//! `STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench --test calibration`.
+//! `STABLEBENCH_REGENERATE_CALIBRATION=1 cargo test --release --locked -p stablebench-report --test calibration`.
 
-use stablebench::report::{fragment, grouped, splice};
+use stablebench_report::{fragment, grouped, splice};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const DOC: &str = "docs/calibration.md";
 const REGENERATE: &str = "STABLEBENCH_REGENERATE_CALIBRATION";
 const RESULTS: &str = "calibration/results.csv";
@@ -697,7 +697,7 @@ fn the_doc_shows_the_committed_calibration() {
     assert!(
         stale.is_empty(),
         "{DOC} differs from {RESULTS} and {SETS} in the blocks {}: regenerate it with \
-         `{REGENERATE}=1 cargo test --release --locked -p stablebench --test calibration`",
+         `{REGENERATE}=1 cargo test --release --locked -p stablebench-report --test calibration`",
         stale.join(", ")
     );
 }
