@@ -16,7 +16,11 @@
 # It also regenerates docs/breakdown.md's tables from the step profiles in docs/profiles/, which
 # must match canbench_results.yml exactly: when the users/orders results of the recommended
 # profile moved, run scripts/site-flamegraphs.sh first (the breakdown test says so otherwise).
-# Run it after `scripts/bench.sh --persist` and commit everything together.
+# Run it after `scripts/bench.sh --persist` and commit everything together. When the production
+# wasm moved, the per-call test refuses to keep its 10x and profile figures: run this with
+# STABLEBENCH_PER_CALL_10X=1 STABLEBENCH_PER_CALL_PROFILES=1 (several minutes more), and before it regenerate
+# the endpoint tables too (STABLEBENCH_REGENERATE_ENDPOINTS=1 STABLEBENCH_ENDPOINTS_10X=1
+# STABLEBENCH_REGENERATE_STORAGE=1 cargo test --release -p stablebench-runner --test endpoints).
 #
 #   scripts/report.sh            # dated today
 #   STABLEBENCH_RESULTS_DATE=2026-11-22 scripts/report.sh

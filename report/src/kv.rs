@@ -296,6 +296,16 @@ mod tests {
     use super::super::results::Record;
     use super::*;
 
+    #[test]
+    fn the_columns_show_every_phase_once_and_rippleds_are_all_but_the_intended_one() {
+        let mut columns = COLUMNS.to_vec();
+        columns.sort_by_key(|p| *p as usize);
+        assert_eq!(columns, Phase::ALL.to_vec(), "kv::COLUMNS lists each NodeStore phase once");
+        let rippled: Vec<Phase> = rippled_columns().collect();
+        assert_eq!(rippled.len(), 6);
+        assert!(!rippled.contains(&Phase::Fetch5050Intended));
+    }
+
     /// A trie read/write record: 50 iterations of `per_iteration`, the middle 30 costing
     /// `per_iteration_mid` each, and a setup.
     fn trie_record(per_iteration: u64, per_iteration_mid: u64, setup: Measurement) -> Record {

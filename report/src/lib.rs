@@ -415,7 +415,7 @@ pub struct Beside<'a> {
 }
 
 /// Generates the report from `results`, priced under their model, with `beside` (canbench's
-/// figure and the pages) next to each step's figure where given. `command` is how the results
+/// figure, and the pages mainnet results carry) next to each step's figure where given. `command` is how the results
 /// were produced; `date` when.
 pub fn generate(results: &Results, beside: Option<Beside<'_>>, command: &str, date: &str) -> Report {
     let standings = standings(results);
@@ -513,8 +513,8 @@ fn results_head(model: Model, profiles: &str, command: &str, date: &str) -> Stri
     md
 }
 
-/// A section per step: every profile's figures, with `beside` (canbench's and the pages) where
-/// given.
+/// A section per step: every profile's figures, with `beside` (canbench's, and the pages
+/// `results` carry) where given.
 fn step_sections(results: &Results, beside: Option<Beside<'_>>) -> String {
     let get = |b: Bench, p: &Profile| step(results, b, p);
     let mut md = String::new();

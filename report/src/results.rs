@@ -98,22 +98,22 @@ impl Results {
     /// each with `calls`, `instructions`, `heap_increase`, `stable_memory_increase`) and attaches
     /// every record to its cell; a name that is no cell is an error naming it.
     pub fn from_canbench_yml(text: &str) -> Result<Results, String> {
-        Results::from_canbench_ymls(&[text])
+        Results::from_canbench_ymls(&[("the results file", text)])
     }
 
-    /// [`Results::from_canbench_yml`] over several files (one per canister: `canbench_results.yml`
-    /// and `vfs/canbench_results.yml`), merged; a name in two files is an error.
-    /// A file whose top-level `model` starts with `ic` (the runner's `mainnet_results.yml`) is
-    /// [`Model::Mainnet`]; files of both models are an error.
-    pub fn from_canbench_ymls(texts: &[&str]) -> Result<Results, String> {
+    /// [`Results::from_canbench_yml`] over several files, each `(its path, its text)` (one per
+    /// canister: `canbench_results.yml` and `vfs/canbench_results.yml`), merged; a name in two
+    /// files is an error, and an error names its file. A file whose top-level `model` starts with
+    /// `ic` (the runner's `mainnet_results.yml`) is [`Model::Mainnet`], and each of its records
+    /// must have its `pages`; files of both models are an error.
+    pub fn from_canbench_ymls(files: &[(&str, &str)]) -> Result<Results, String> {
         let mut named = BTreeMap::new();
         let mut models = Vec::new();
-        for text in texts {
-            let yml: serde_yaml::Value =
-                serde_yaml::from_str(text).map_err(|e| format!("canbench_results.yml: {e}"))?;
+        for (file, text) in files {
+            let yml: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
             let model = Results::model_of(&yml);
             models.push(model);
-            for (name, record) in Results::named_records(&yml, model)? {
+            for (name, record) in Results::named_records(&yml, model).map_err(|e| format!("{file}: {e}"))? {
                 if named.insert(name.clone(), record).is_some() {
                     return Err(format!("{name} is in two results files"));
                 }
@@ -135,8 +135,7 @@ impl Results {
 
     /// The records of a results file by name; in a mainnet one (`model`), each with its pages.
     fn named_records(yml: &serde_yaml::Value, model: Model) -> Result<BTreeMap<String, Record>, String> {
-        let benches =
-            yml["benches"].as_mapping().ok_or_else(|| "canbench_results.yml has no `benches` map".to_string())?;
+        let benches = yml["benches"].as_mapping().ok_or_else(|| "no `benches` map".to_string())?;
         let measurement = |m: &serde_yaml::Value| {
             let n = |k: &str| m[k].as_u64().unwrap_or(0);
             Measurement {
@@ -148,12 +147,10 @@ impl Results {
         };
         let mut named = BTreeMap::new();
         for (name, r) in benches {
-            let name =
-                name.as_str().ok_or_else(|| format!("canbench_results.yml: a bench name is not a string: {name:?}"))?;
+            let name = name.as_str().ok_or_else(|| format!("a bench name is not a string: {name:?}"))?;
             let mut scopes = BTreeMap::new();
             for (k, v) in r["scopes"].as_mapping().into_iter().flatten() {
-                let k =
-                    k.as_str().ok_or_else(|| format!("canbench_results.yml: {name}: a scope name is not a string"))?;
+                let k = k.as_str().ok_or_else(|| format!("{name}: a scope name is not a string"))?;
                 scopes.insert(k.to_string(), measurement(v));
             }
             let (pages, scope_pages) = match model {
@@ -197,7 +194,7 @@ impl Results {
 
 /// One `pages` map of a mainnet results file; `what` names it in the error.
 fn page_counts(p: &serde_yaml::Value, what: &str) -> Result<PageCounts, String> {
-    let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("mainnet_results.yml: {what}: no pages.{k}"));
+    let n = |k: &str| p[k].as_u64().ok_or_else(|| format!("{what}: no pages.{k}"));
     Ok(PageCounts {
         heap_accessed: n("heap_accessed")?,
         heap_written: n("heap_written")?,
@@ -211,7 +208,7 @@ fn page_counts(p: &serde_yaml::Value, what: &str) -> Result<PageCounts, String> 
 fn scope_pages(r: &serde_yaml::Value, name: &str) -> Result<BTreeMap<String, PageCounts>, String> {
     let mut of = BTreeMap::new();
     for (scope, p) in r.get("scope_pages").and_then(|s| s.as_mapping()).into_iter().flatten() {
-        let scope = scope.as_str().ok_or_else(|| format!("mainnet_results.yml: {name}: a scope is not a string"))?;
+        let scope = scope.as_str().ok_or_else(|| format!("{name}: a scope is not a string"))?;
         of.insert(scope.to_string(), page_counts(p, &format!("{name}: scope {scope}"))?);
     }
     Ok(of)
@@ -265,6 +262,19 @@ mod tests {
         assert!(Results::from_canbench_yml(&no_pages).unwrap_err().contains("no pages.heap_accessed"));
         let short = format!("model: ic\nbenches:\n  {}:\n{total}    pages: {{heap_accessed: 3}}\n", cell.name());
         assert!(Results::from_canbench_yml(&short).unwrap_err().contains("no pages.heap_written"));
+        // So is a scope's, and the error names the file it is in.
+        let bad_scope = format!(
+            "model: ic\nbenches:\n  {}:\n{total}{pages}    scope_pages:\n      x: {{heap_accessed: 4}}\n",
+            cell.name()
+        );
+        let err = Results::from_canbench_ymls(&[("vfs/mainnet_results.yml", &bad_scope)]).unwrap_err();
+        assert!(
+            err.starts_with("vfs/mainnet_results.yml: ") && err.contains("scope x: no pages.heap_written"),
+            "{err}"
+        );
+        // A record without scope_pages has none.
+        let unscoped = format!("model: ic\nbenches:\n  {}:\n{total}{pages}", cell.name());
+        assert!(Results::from_canbench_yml(&unscoped).unwrap().get(&cell).unwrap().scope_pages.is_empty());
     }
 
     #[test]
@@ -276,6 +286,8 @@ mod tests {
             "benches:\n  sqlite_vfs_insert_users_vfs_default:\n    total:\n      calls: 1\n      instructions: 7\n";
         assert_eq!(Results::from_canbench_yml(bench).unwrap().model(), Model::Canbench);
         assert_eq!(Results::from_canbench_yml(&ic).unwrap().model(), Model::Mainnet);
-        assert!(Results::from_canbench_ymls(&[&ic, vfs]).unwrap_err().contains("different cost models"));
+        assert!(Results::from_canbench_ymls(&[("ic", &ic), ("vfs", vfs)])
+            .unwrap_err()
+            .contains("different cost models"));
     }
 }
