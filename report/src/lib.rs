@@ -207,6 +207,11 @@ pub fn grid_table() -> String {
 /// Cells grouped by workload and operation (`grid_table`'s groups).
 type Groups = [(String, Vec<Cell>)];
 
+/// Every cell of `groups`, in order.
+fn cells_of(groups: &Groups) -> Vec<&Cell> {
+    groups.iter().flat_map(|(_, v)| v.iter()).collect()
+}
+
 /// `items` without repeats, in first-seen order, joined with commas.
 fn distinct(items: impl Iterator<Item = String>) -> String {
     let mut out: Vec<String> = Vec::new();
@@ -225,7 +230,7 @@ fn backends<'a>(cells: impl IntoIterator<Item = &'a Cell>) -> String {
 
 /// The grid table's row for the nine users/orders steps at the reference size.
 fn users_orders_row(uo: &Groups) -> String {
-    let cells: Vec<&Cell> = uo.iter().flat_map(|(_, v)| v.iter()).collect();
+    let cells = cells_of(uo);
     let profiles = distinct(cells.iter().filter_map(|c| c.profile.map(|p| p.name.to_string())));
     let sizes = Sizes::REFERENCE;
     format!(
@@ -241,7 +246,7 @@ fn users_orders_row(uo: &Groups) -> String {
 
 /// The grid table's row for the users/orders steps at other sizes (the scaling curves).
 fn scaled_row(scaled: &Groups) -> String {
-    let cells: Vec<&Cell> = scaled.iter().flat_map(|(_, v)| v.iter()).collect();
+    let cells = cells_of(scaled);
     let sizes = distinct(cells.iter().map(|c| format!("{} orders", size_label(c.size))));
     let profiles = distinct(cells.iter().filter_map(|c| c.profile.map(|p| format!("`{}`", p.name))));
     format!(
@@ -254,7 +259,7 @@ fn scaled_row(scaled: &Groups) -> String {
 
 /// The grid table's row for sysrepo's datastore tests.
 fn sysrepo_row(sysrepo: &Groups) -> String {
-    let cells: Vec<&Cell> = sysrepo.iter().flat_map(|(_, v)| v.iter()).collect();
+    let cells = cells_of(sysrepo);
     let sizes = distinct(cells.iter().map(|c| size_label(c.size)));
     let settings = distinct(cells.iter().filter_map(|c| c.profile.map(|p| format!("`{}` (SQLite)", p.name))));
     let fresh = sysrepo.iter().filter(|(k, _)| k.ends_with("_fresh`")).count();
@@ -359,9 +364,14 @@ pub fn usd(cycles: u64) -> String {
     }
 }
 
-/// The users/orders step `bench`'s totals under `profile` at the reference size, if measured.
+/// The users/orders step `bench`'s record under `profile` at the reference size, if measured.
+fn record<'a>(results: &'a Results, bench: Bench, profile: &Profile) -> Option<&'a results::Record> {
+    results.get(&Cell::users_orders(bench, *profile))
+}
+
+/// [`record`]'s totals.
 fn step(results: &Results, bench: Bench, profile: &Profile) -> Option<Measurement> {
-    results.get(&Cell::users_orders(bench, *profile)).map(|r| r.total)
+    record(results, bench, profile).map(|r| r.total)
 }
 
 /// The profiles' standings, fastest first (by geometric mean against the reference).
@@ -532,7 +542,8 @@ fn step_sections(results: &Results, beside: Option<Beside<'_>>) -> String {
         );
         let (reference, floor) = (get(*b, &REFERENCE), get(*b, &MEMORY));
         for p in PROFILES.iter() {
-            let Some(m) = get(*b, p) else { continue };
+            let Some(r) = record(results, *b, p) else { continue };
+            let m = r.total;
             let per_row = rows_inserted(*b).map_or("-".to_string(), |n| {
                 format!("{:.1}", (m.stable_memory_increase * stablebench_grid::ic::WASM_PAGE_BYTES) as f64 / n as f64)
             });
@@ -540,10 +551,8 @@ fn step_sections(results: &Results, beside: Option<Beside<'_>>) -> String {
             let yes = |ok: bool| if ok { "yes" } else { "**no**" };
             let cols = beside.map_or(String::new(), |x| {
                 let canbench = step(x.canbench, *b, p).map_or("–".into(), |c| human(c.instructions));
-                let pages = results
-                    .get(&Cell::users_orders(*b, *p))
-                    .and_then(|r| r.pages)
-                    .map_or("–".into(), |q| format!("{} / {}", grouped(q.accessed()), grouped(q.written())));
+                let pages =
+                    r.pages.map_or("–".into(), |q| format!("{} / {}", grouped(q.accessed()), grouped(q.written())));
                 format!(" {canbench} | {pages} |")
             });
             let _ = writeln!(

@@ -57,20 +57,25 @@ const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chia_pages_res
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
-    let (main, vfs) = (std::fs::read_to_string(RESULTS).unwrap(), std::fs::read_to_string(VFS_RESULTS).unwrap());
-    let results = Results::from_canbench_ymls(&[("canbench_results.yml", &main), ("vfs/canbench_results.yml", &vfs)])
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(results.model(), report::results::Model::Canbench, "canbench_results.yml is canbench's");
-    results
+    load([RESULTS, VFS_RESULTS], report::results::Model::Canbench)
 }
 
 /// The same benchmarks priced as mainnet prices them (the ic cost model), keyed by cells, each
 /// with the pages it touched.
 fn mainnet_results() -> Results {
-    let (main, vfs) = (std::fs::read_to_string(MAINNET).unwrap(), std::fs::read_to_string(VFS_MAINNET).unwrap());
-    let results = Results::from_canbench_ymls(&[("mainnet_results.yml", &main), ("vfs/mainnet_results.yml", &vfs)])
-        .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(results.model(), report::results::Model::Mainnet, "mainnet_results.yml names the ic model");
+    load([MAINNET, VFS_MAINNET], report::results::Model::Mainnet)
+}
+
+/// Both canisters' results files (`paths`), merged, which must follow `model`.
+fn load(paths: [&str; 2], model: report::results::Model) -> Results {
+    let texts = paths.map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{p}: {e}")));
+    let named: Vec<(&str, &str)> = paths
+        .iter()
+        .zip(&texts)
+        .map(|(p, t)| (p.strip_prefix(ROOT).map_or(*p, |r| r.trim_start_matches('/')), t.as_str()))
+        .collect();
+    let results = Results::from_canbench_ymls(&named).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(results.model(), model, "{}: {}", paths[0], model.described());
     results
 }
 
