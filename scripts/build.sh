@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one build path (dfx.json, canbench.yml, CI and the README call it).
 #
-#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all]
+#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all|toy]
 #                                                                       (default: production)
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
@@ -19,13 +19,15 @@
 #               canister to copy; wasm32-wasip1 and wasi2ic, like the production canister) and
 #               example_maps.wasm (examples/maps: StableBTreeMap and a heap map; wasm32-unknown-unknown);
 #               example_sqlite and example_maps build one of them (icp.yaml's build steps).
+# toy        -> target/canister/stablebench_toy.wasm: the benchmark canister with the test-only toy
+#               workload's two cells (cargo feature `toy`; runner/tests/toy.rs). Not part of `all`.
 # Builds run one at a time (a lock in target/): icp-cli builds every canister of icp.yaml at once.
 source "$(dirname "$0")/lib.sh"
 
 variant=${1:-production}
 case "$variant" in
-  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all) ;;
-  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps or all)" ;;
+  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all|toy) ;;
+  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps, all or toy)" ;;
 esac
 
 # One build at a time: two would race on the tools' installation and on the files of $OUT_DIR
@@ -114,6 +116,10 @@ fi
 if [ "$variant" = bench ] || [ "$variant" = all ]; then
   build stablebench_bench --features canbench
   check_and_embed stablebench_bench
+fi
+if [ "$variant" = toy ]; then
+  # No .did check: stablebench_bench.did lists the grid's benchmarks, which the toy's two extend.
+  build stablebench_toy --features toy
 fi
 if [ "$variant" = vfs ] || [ "$variant" = all ]; then
   build_vfs stablebench_vfs

@@ -80,6 +80,11 @@ for name in "${!built[@]}"; do
     || die "icp build's $name wasm differs from scripts/build.sh's $OUT_DIR/$name.wasm"
 done
 
+# After icp-cli's builds: the toy is the benchmark canister with one more feature, and building
+# it before them would make cargo relink the benchmark and production wasm (about 100 s each).
+log "building the benchmark canister with the test-only toy workload (runner/tests/toy.rs)"
+"$ROOT/scripts/build.sh" toy
+
 log "running the workspace tests"
 # cargo-nextest: every test in a process of its own, two at a time across all the test binaries
 # (`cargo test` runs the binaries one after another, and most of the slow ones hold one test).

@@ -8,7 +8,8 @@
 //!   install has them), then the same setup steps the canbench benchmark runs in one go, each
 //!   resumable under the update budget (default 30 B). Call it until `complete`.
 //! - `bench_run(name)` (update) and `bench_run_query(name)` (query: changes discarded, free for
-//!   the caller) run the measured step with the very code canbench measures (`benches.rs`), check
+//!   the caller) run the measured step with the very code canbench measures (the bench host's
+//!   `workload` modules, against this canister's `CanisterEnv::Live`), check
 //!   the result with the oracle, and reply with a [`BenchReport`].
 //!
 //! - `bench_chia_blocks(name, blocks)` (update) replays a Chia cell's chain the way a canister
@@ -27,20 +28,22 @@ use std::cell::RefCell;
 use canbench_rs::BenchResult;
 use ic_stable_structures::memory_manager::VirtualMemory;
 use ic_stable_structures::{DefaultMemoryImpl, StableCell};
-use stablebench::bench::{SetupStep, SetupStepRun, Sizes};
+use stablebench::bench::{SetupStep, SetupStepRun};
 use stablebench::chia::{self, Chain, ChainSpec};
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::Probe;
 use stablebench::Meter;
-use stablebench_grid::cells::{self, Cell, Op};
-use stablebench_grid::chia::{LIVE_RUN_MAX_COINS, MAX_BLOCKS_PER_CALL, SEED as CHIA_SEED};
+use stablebench_grid::cells::{self, Cell, Op, Workload};
+use stablebench_grid::chia::{MAX_BLOCKS_PER_CALL, SEED as CHIA_SEED};
 use stablebench_grid::ic::{memory_ids, prices};
 use stablebench_grid::live::{BenchCell, BenchReport, CallKind, ChiaProgress, Oracle, ScopeReport, SetupProgress};
 use stablebench_grid::KV_SEED;
 
-use crate::benches::{self, Counter, Measured, SETUP_BATCH};
+use crate::benches::CanisterEnv;
 use crate::limits::{self, InstructionBudget};
 use crate::{active_profile, db, kv, require_controller, update_budget, Error};
+use stablebench_host::workload::{self, LiveStep};
+use stablebench_host::{Counter, SETUP_BATCH};
 
 /// The live setup's state: the cell set up, the step reached and the units of it done, and
 /// whether a measured step has used the setup up.
@@ -104,44 +107,40 @@ fn save_state(state: &State) {
 enum Step {
     /// Empty the database (opened with the cell's profile) and every key-value store.
     Reset,
-    /// A step of the users/orders benchmark's setup.
-    UsersOrders(SetupStep),
-    /// The trie data set, `SETUP_BATCH` keys per transaction.
-    KvLoad,
+    /// A step the cell's workload declares ([`workload::live_setup`]).
+    Workload(LiveStep),
 }
 
 impl Step {
     fn name(self) -> &'static str {
         match self {
             Step::Reset => "reset",
-            Step::UsersOrders(s) => s.name(),
-            Step::KvLoad => "load",
+            Step::Workload(LiveStep::UsersOrders(s)) => s.name(),
+            Step::Workload(LiveStep::KvLoad) => "load",
         }
     }
 
     fn units(self, cell: &Cell) -> u64 {
         match self {
             Step::Reset => 1,
-            Step::UsersOrders(s) => s.units(cell.sizes()),
-            Step::KvLoad => cell.size,
+            Step::Workload(LiveStep::UsersOrders(s)) => s.units(cell.sizes()),
+            Step::Workload(LiveStep::KvLoad) => cell.size,
         }
     }
 
     /// A step that is one statement, whose cost the budget cannot stop midway: it only starts a
     /// call, so that it gets the whole budget.
     fn starts_a_call(self) -> bool {
-        matches!(self, Step::Reset | Step::UsersOrders(SetupStep::Indexes | SetupStep::DeleteAllOrders))
+        matches!(
+            self,
+            Step::Reset | Step::Workload(LiveStep::UsersOrders(SetupStep::Indexes | SetupStep::DeleteAllOrders))
+        )
     }
 }
 
 fn steps(cell: &Cell) -> Vec<Step> {
     let mut steps = vec![Step::Reset];
-    match cell.op {
-        Op::UsersOrders(b) => steps.extend(b.setup_steps().iter().map(|&s| Step::UsersOrders(s))),
-        Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => steps.push(Step::KvLoad),
-        // A sysrepo test builds its own setup from empty stores in the measured call.
-        Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => {}
-    }
+    steps.extend(workload::live_setup(cell).into_iter().map(Step::Workload));
     steps
 }
 
@@ -163,7 +162,7 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
             let profile = cell.profile.unwrap_or_else(active_profile);
             db::reset(&profile).unwrap_or_else(|e| failed(e.to_string()));
             kv::reset();
-            benches::reset_chia();
+            workload::chia::reset(&CanisterEnv::Live).unwrap_or_else(|e| failed(e));
             CHIA.set(match cell.op {
                 Op::Chia(_) => Some(ChiaReplay {
                     name: cell.name(),
@@ -182,14 +181,14 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
             }
             1
         }
-        Step::UsersOrders(s) => db::with_conn(|conn| {
+        Step::Workload(LiveStep::UsersOrders(s)) => db::with_conn(|conn| {
             // The step writes orders past the jobs, which keep their count: forget it.
             let done = s.run(conn, cell.sizes(), done, meter)?;
             stablebench::counts::Kept::forget(&mut db::StableKept);
             Ok::<_, stablebench::Error>(done)
         })
         .unwrap_or_else(|e| failed(e.to_string())),
-        Step::KvLoad => {
+        Step::Workload(LiveStep::KvLoad) => {
             // kv_load's loop, in canbench's setup batches (one transaction each).
             let data = TrieDataset { size: cell.size, seed: KV_SEED };
             let backend = cell.backend.try_into().unwrap_or_else(|e: Error| failed(format!("{e:?}")));
@@ -252,15 +251,9 @@ fn bench_cells() -> Vec<BenchCell> {
 fn bench_setup(name: String, budget: Option<u64>) -> Result<SetupProgress, Error> {
     require_controller()?;
     let cell = lookup(&name)?;
-    if matches!(cell.op, Op::UsersOrders(_)) && cell.size > Sizes::REFERENCE.orders {
+    if let Some(message) = workload::live_setup_refusal(&cell) {
         // Refused before the reset, so that the canister's data stays.
-        return Err(Error::InvalidArgument {
-            message: format!(
-                "{name}: users/orders cells run live up to the reference size ({} orders): past it the index \
-                 build of the setup and the 10x inserts each exceed one 40 B update; canbench runs every size",
-                Sizes::REFERENCE.orders
-            ),
-        });
+        return Err(Error::InvalidArgument { message });
     }
     let meter = update_budget(budget)?;
     let steps = steps(&cell);
@@ -316,42 +309,16 @@ fn ready(name: &str) -> Result<(Cell, State), Error> {
 
 /// Runs the measured step with the code canbench runs.
 fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
-    let measured: Measured = match cell.op {
-        Op::UsersOrders(b) => benches::measure_users_orders(b, cell.sizes()).inspect(|_| {
-            // Outside the measured region: the step wrote orders past the jobs' count.
-            stablebench::counts::Kept::forget(&mut db::StableKept);
-        }),
-        Op::TrieUpgrade => kv::with_heap(|heap| benches::measure_trie_upgrade(cell, heap)),
-        Op::Sysrepo { .. } if cell.size > stablebench::sysrepo::LIVE_MAX_SIZE => {
-            return Err(Error::InvalidArgument {
-                message: format!(
-                    "{}: sysrepo cells run live at {} items only (setup and {} tries are one update call, which at \
-                     this size can exceed the 40 B instruction limit); canbench runs every size",
-                    cell.name(),
-                    stablebench::sysrepo::LIVE_MAX_SIZE,
-                    stablebench::sysrepo::TRIES
-                ),
-            })
-        }
-        Op::Sysrepo { .. } => benches::measure_sysrepo(cell, &mut || *cell),
-        Op::Chia(_) if cell.size > LIVE_RUN_MAX_COINS => {
-            return Err(Error::InvalidArgument {
-                message: format!(
-                    "{}: bench_run replays a Chia chain in one call up to {LIVE_RUN_MAX_COINS} coins (a larger one can \
-                     exceed the message's instruction limit); bench_chia_blocks replays it in messages",
-                    cell.name()
-                ),
-            })
-        }
-        Op::Chia(_) => {
-            // The replay uses the setup's empty schemas: no block-by-block replay can follow it.
-            CHIA.set(None);
-            benches::measure_chia(cell)
-        }
-        _ => kv::with_store(cell.backend.try_into()?, true, |store| {
-            Ok(benches::measure_kv(cell, store.expect("with_store creates the store")))
-        })?,
-    };
+    if let Some(message) = workload::live_run_refusal(cell) {
+        return Err(Error::InvalidArgument { message });
+    }
+    // A Chia replay uses the setup's empty schemas: no block-by-block replay can follow it.
+    CHIA.set(None);
+    let measured = workload::measure(&CanisterEnv::Live, cell);
+    if cell.workload() == Workload::UsersOrders {
+        // Outside the measured region: the step wrote orders past the jobs' count.
+        stablebench::counts::Kept::forget(&mut db::StableKept);
+    }
     measured
         .map_err(|message| Error::Internal { message: format!("{}: the measured step failed: {message}", cell.name()) })
 }
@@ -453,7 +420,7 @@ fn bench_chia_blocks(name: String, blocks: u32) -> Result<ChiaProgress, Error> {
     let failed =
         |e: stablebench::Error| -> ! { ic_cdk::trap(format!("bench_chia_blocks({name:?}): {e}; nothing was changed")) };
     let (mut taken, mut coins, mut spends, mut instructions) = (0u64, 0u64, 0u64, 0u64);
-    let oracle = benches::with_chia_schema(schema, |s| {
+    let oracle = workload::chia::with_schema(&CanisterEnv::Live, schema, |s| {
         for _ in 0..blocks {
             let Some(block) = replay.chain.next() else { break };
             let t0 = Counter.instructions();

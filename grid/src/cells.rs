@@ -13,7 +13,7 @@
 use crate::chia::{self, Schema};
 use crate::profiles::{self, Profile, PROFILES};
 use crate::sysrepo::{self, Test};
-use crate::users_orders::{Bench, Sizes, BENCHES, SCALES};
+use crate::users_orders::{Bench, SetupStep, Sizes, BENCHES, SCALES};
 
 /// A storage backend of the key-value workloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -177,6 +177,32 @@ pub enum Op {
     /// schema (`total`, with a scope per `chia::CHUNK_COINS` coins), then the reads the original
     /// left as stubs and a rewind, each a scope.
     Chia(Schema),
+    /// An operation of a workload declared in a module of its own ([`Declared`]), without a
+    /// variant here (docs/grid.md, "A new workload").
+    Declared(&'static Declared),
+}
+
+/// An operation of a workload that declares itself in a module of its own: its names and
+/// properties as data, which every `Cell` method reads instead of matching a variant of [`Op`].
+/// Its cells are named `<backend>_<op>_<size>[_<profile>]`; it has no setup stage (its setup is
+/// part of its run), is priced under the ic cost model by running its measured part again
+/// ([`IcPricing::Measured`]), and is measured by its module in the bench host
+/// (`stablebench_host::workload::declared`), found by [`Declared::workload`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Declared {
+    /// The workload's name ([`Workload::Declared`]).
+    pub workload: &'static str,
+    /// The operation's name, unique in the grid ([`Cell::op_name`]).
+    pub op: &'static str,
+    /// Whether the measured step leaves the state as it found it ([`Cell::repeatable`]).
+    pub repeatable: bool,
+    /// Whether the measured step only reads ([`Cell::is_read`]).
+    pub read: bool,
+    /// Whether the measured step is what one production message does ([`Cell::is_one_message`]).
+    pub one_message: bool,
+    /// Its scopes, each one canbench-rs `bench_scope` inside the measured part
+    /// ([`Cell::interval_scope`]).
+    pub scopes: &'static [&'static str],
 }
 
 /// Which seed system a cell comes from.
@@ -192,6 +218,8 @@ pub enum Workload {
     Sysrepo,
     /// Chia's coin-store schema benchmark.
     Chia,
+    /// A workload declared in a module of its own ([`Declared`]), by its name.
+    Declared(&'static str),
 }
 
 impl Workload {
@@ -203,6 +231,7 @@ impl Workload {
             Workload::NodeStore => "nodestore",
             Workload::Sysrepo => "sysrepo",
             Workload::Chia => "chia",
+            Workload::Declared(name) => name,
         }
     }
 }
@@ -292,6 +321,7 @@ impl Cell {
             Op::NodeStore => Workload::NodeStore,
             Op::Sysrepo { .. } => Workload::Sysrepo,
             Op::Chia(_) => Workload::Chia,
+            Op::Declared(d) => Workload::Declared(d.workload),
         }
     }
 
@@ -340,6 +370,7 @@ impl Cell {
                 if fresh { "_fresh" } else { "" }
             ),
             Op::Chia(schema) => format!("{}_chia_{}_{}", self.backend.name(), schema.name(), size_label(self.size)),
+            Op::Declared(d) => format!("{}_{}_{}", self.backend.name(), d.op, size_label(self.size)),
         };
         match self.profile {
             Some(p) => format!("{base}_{}", p.name),
@@ -360,6 +391,7 @@ impl Cell {
             Op::NodeStore => "nodestore".to_string(),
             Op::Sysrepo { test, fresh } => format!("sysrepo_{}{}", test.name(), if fresh { "_fresh" } else { "" }),
             Op::Chia(schema) => format!("chia_{}", schema.name()),
+            Op::Declared(d) => d.op.to_string(),
         }
     }
 
@@ -382,19 +414,26 @@ impl Cell {
             }
             Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade => true,
             Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => false,
+            Op::Declared(d) => d.repeatable,
         }
     }
 
     /// Whether the measured step only reads: its cost depends on whether the caches are warm
     /// (a running canister) or cold (the first calls after an upgrade).
     pub const fn is_read(&self) -> bool {
-        matches!(self.op, Op::UsersOrders(Bench::SelectJoin | Bench::SelectLike) | Op::TrieRead(_))
+        match self.op {
+            Op::Declared(d) => d.read,
+            op => matches!(op, Op::UsersOrders(Bench::SelectJoin | Bench::SelectLike) | Op::TrieRead(_)),
+        }
     }
 
     /// Whether the measured step is what one production message would do (and so must fit its
     /// limit), rather than a bulk setup only canbench runs in one go.
     pub const fn is_one_message(&self) -> bool {
-        matches!(self.op, Op::TrieRead(_) | Op::TrieWrite(_) | Op::Sysrepo { .. })
+        match self.op {
+            Op::Declared(d) => d.one_message,
+            op => matches!(op, Op::TrieRead(_) | Op::TrieWrite(_) | Op::Sysrepo { .. }),
+        }
     }
 }
 
@@ -462,6 +501,8 @@ pub fn cells() -> Vec<Cell> {
             }
         }
     }
+    #[cfg(feature = "toy")]
+    out.extend(crate::toy::cells());
     // ic-rusqlite with ic-sqlite-vfs's page size on the key-value workloads, at its sizes.
     for backend in [Backend::Sqlite, Backend::SqliteRowid] {
         let profile = Some(KV_PAGE_16K_PROFILE);
@@ -540,6 +581,8 @@ impl Cell {
             Op::TrieUpgrade => scope == crate::scopes::SAVE || scope == crate::scopes::LOAD,
             // `w_avg` sums 30 iterations; `setup` runs before the first timed part.
             Op::TrieRead(_) | Op::TrieWrite(_) | Op::UsersOrders(_) => false,
+            // Each a `bench_scope` inside the measured part.
+            Op::Declared(d) => d.scopes.contains(&scope),
         }
     }
 
@@ -551,7 +594,7 @@ impl Cell {
             Op::UsersOrders(_) => IcPricing::OneStep,
             Op::Sysrepo { .. } => IcPricing::Steps { max_scope: sysrepo::MAX_TRY_SCOPE },
             Op::NodeStore => IcPricing::Scopes,
-            Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade | Op::Chia(_) => IcPricing::Measured,
+            Op::TrieRead(_) | Op::TrieWrite(_) | Op::TrieUpgrade | Op::Chia(_) | Op::Declared(_) => IcPricing::Measured,
         }
     }
 
@@ -568,7 +611,7 @@ impl Cell {
             },
             Op::TrieRead(_) | Op::TrieWrite(_) => 1,
             Op::Sysrepo { test, .. } if !matches!(test.setup(), sysrepo::Setup::Nothing) => 1,
-            Op::TrieUpgrade | Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) => 0,
+            Op::TrieUpgrade | Op::NodeStore | Op::Sysrepo { .. } | Op::Chia(_) | Op::Declared(_) => 0,
         }
     }
 
@@ -580,6 +623,20 @@ impl Cell {
     /// Its setup stages, in the order the canister passes them.
     pub fn setup_stages(&self) -> impl Iterator<Item = Stage> + '_ {
         (0..self.setup_stage_count()).map(|i| self.setup_stage(i))
+    }
+}
+
+impl Stage {
+    /// The users/orders setup steps this stage runs, as one write: on ic-rusqlite one step per
+    /// stage, on ic-sqlite-vfs the whole setup in its one stage (one `Db::update`); none for
+    /// another workload's cell.
+    pub fn users_orders_steps(&self) -> &'static [SetupStep] {
+        let Op::UsersOrders(b) = self.cell.op else { return &[] };
+        let steps = b.setup_steps();
+        match self.cell.backend.canister() {
+            Canister::Main => steps.get(self.index..=self.index).unwrap_or_default(),
+            Canister::Vfs => steps,
+        }
     }
 }
 
@@ -665,7 +722,7 @@ mod tests {
             let expected = match c.op {
                 Op::UsersOrders(_) | Op::TrieRead(_) | Op::TrieWrite(_) => true,
                 Op::Sysrepo { test, .. } => test.setup() != sysrepo::Setup::Nothing,
-                Op::TrieUpgrade | Op::NodeStore | Op::Chia(_) => false,
+                Op::TrieUpgrade | Op::NodeStore | Op::Chia(_) | Op::Declared(_) => false,
             };
             assert_eq!(staged, expected, "{}", c.name());
         }

@@ -19,6 +19,8 @@ pub mod profiles;
 #[cfg(feature = "candid")]
 pub mod reply;
 pub mod sysrepo;
+#[cfg(feature = "toy")]
+pub mod toy;
 pub mod users_orders;
 
 /// Query keys read per iteration of the trie read benchmark (Substrate's `SAMPLE_SIZE`).

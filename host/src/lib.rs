@@ -1,24 +1,29 @@
 //! # stablebench-host
 //!
-//! What both canisters' benchmarks measure the same way (their feature `canbench`): the
-//! instruction counter and scopes as a [`Probe`], memory in wasm pages, the setup-stage report
-//! where the runner's shared setups fork ([`setup_stage`]), the setup batching
-//! ([`SETUP_BATCH`]), and the key-value workloads' measured steps (trie read/write, NodeStore) on
-//! any [`KvStore`], with the oracle's verdict. The ic-rusqlite canister (`canister/`) and the
-//! ic-sqlite-vfs canister (`vfs/`) both depend on it, so their key-value cells run exactly this
-//! code over their own stores. The canbench functions themselves are generated from the grid by
-//! each canister's `build.rs` (`stablebench_grid::canbench`).
+//! What both canisters' benchmarks share (their feature `canbench`):
+//! - the grid's workloads ([`workload`]), each a module that runs a cell's setup and measured step
+//!   against the small [`Env`] each canister implements (open SQLite with a profile, run a
+//!   write, stable memory by id, the cell's key-value store), so the ic-rusqlite canister
+//!   (`canister/`), its live API, and the ic-sqlite-vfs canister (`vfs/`) run exactly this code;
+//! - [`run`], which a generated canbench function calls with its position in the grid;
+//! - the instruction counter and scopes as a [`Probe`] ([`Counter`]), memory in wasm pages, the
+//!   setup-stage report where the runner's shared setups fork ([`setup_stage`]) and the setup
+//!   batching ([`SETUP_BATCH`]).
+//!
+//! The canbench functions themselves are generated from the grid by each canister's `build.rs`
+//! (`stablebench_grid::canbench`).
+
+pub mod env;
+pub mod workload;
 
 use std::collections::BTreeMap;
 
-use canbench_rs::{bench_fn, bench_scope, BenchResult, Measurement};
-use stablebench::kv::gen::TrieDataset;
-use stablebench::kv::{nodestore, trie, KvStore, Probe};
-use stablebench_grid::cells::{
-    self, Cache, Canister, Cell, Op, Stage, MEASURE_LINE, SETUP_STAGE_PREFIX, SWITCHED_CELL_PREFIX,
-};
+use canbench_rs::{bench_scope, BenchResult, Measurement};
+use stablebench::kv::Probe;
+use stablebench_grid::cells::{self, Canister, Cell, Stage, MEASURE_LINE, SETUP_STAGE_PREFIX, SWITCHED_CELL_PREFIX};
 use stablebench_grid::live::Oracle;
-use stablebench_grid::{scopes, KV_SEED};
+
+pub use env::Env;
 
 /// Rows per transaction when a benchmark's setup loads a key-value data set (never measured).
 pub const SETUP_BATCH: usize = 10_000;
@@ -30,21 +35,17 @@ pub fn fail(name: &str, step: &str, e: impl std::fmt::Display) -> ! {
 }
 
 /// Runs cell `index` of `canister`'s grid (the generated canbench functions call the canister's
-/// `run` with their own position): `measure` gets the grid, the index and the cell, runs its
-/// setup and measured step, and returns the cell it went on as (itself, unless a setup stage said
-/// otherwise, see [`setup_stage`]) with what it measured. A failure or a wrong result traps, with
+/// `run` with their own position) in `env`, a freshly installed canister: its workload's
+/// [`bench`](workload::bench) runs the setup and the measured step, and returns the cell it went
+/// on as (itself, unless a setup stage said otherwise, see [`setup_stage`]) with what it measured. A failure or a wrong result traps, with
 /// the cell's name; a switched cell is reported after the measurement.
 ///
 /// Everything before a setup stage depends only on the setup, never on which cell runs: the grid
 /// is looked up by position, and the list stays allocated until the end.
-pub fn run(
-    canister: Canister,
-    index: usize,
-    measure: impl FnOnce(&[Cell], usize, Cell) -> (Cell, Measured),
-) -> BenchResult {
+pub fn run<E: Env>(canister: Canister, index: usize, env: &E) -> BenchResult {
     let grid = cells::cells_of(canister);
     let Some(&first) = grid.get(index) else { fail(&index.to_string(), "lookup", "no such cell in the grid") };
-    let (cell, measured) = measure(&grid, index, first);
+    let (cell, measured) = workload::bench(env, &grid, index, first);
     let (result, oracle) = measured.unwrap_or_else(|e| fail(&cell.name(), "run", e));
     // After the measurement (which this allocation cannot move): which cell this query went on as.
     if cell != first {
@@ -54,18 +55,6 @@ pub fn run(
         Oracle::Pass(_) => result,
         Oracle::Fail(why) => fail(&cell.name(), "verify", why),
     }
-}
-
-/// A trie read or write cell on `store`, new and empty: loads the data set (scope `setup`,
-/// outside `total`: [`trie_setup`]), reports the setup stage, then measures the cell it goes on as.
-pub fn run_trie(grid: &[Cell], index: usize, first: Cell, store: &mut dyn KvStore) -> (Cell, Measured) {
-    let setup = trie_setup(&first, store, SETUP_BATCH).unwrap_or_else(|e| fail(&first.name(), "setup", e));
-    let (_, cell) = setup_stage(grid, index, first.setup_stage(0));
-    let mut measured = measure_trie(&cell, store);
-    if let Ok((result, _)) = &mut measured {
-        result.scopes.insert(scopes::SETUP.to_string(), setup);
-    }
-    (cell, measured)
 }
 
 /// A measured step's canbench result and the oracle's verdict on what it returned; `Err` when the
@@ -82,16 +71,6 @@ pub fn checked_run<T>(run: stablebench::Result<T>) -> Result<T, Measured> {
             Err(Ok((BenchResult { total: Measurement::default(), scopes: BTreeMap::new() }, Oracle::Fail(why))))
         }
         Err(e) => Err(Err(e.to_string())),
-    }
-}
-
-/// Runs the measured step of a key-value cell (trie read or write, NodeStore) on `store`, which
-/// holds what the cell's setup built.
-pub fn measure_kv(cell: &Cell, store: &mut dyn KvStore) -> Measured {
-    match cell.op {
-        Op::TrieRead(_) | Op::TrieWrite(_) => measure_trie(cell, store),
-        Op::NodeStore => measure_nodestore(cell, store),
-        _ => Err(format!("{} is not a key-value store cell", cell.name())),
     }
 }
 
@@ -207,70 +186,4 @@ fn instructions() -> u64 {
     {
         0
     }
-}
-
-/// Loads the trie data set in one go, recorded as scope `setup` (outside `total`): what loading
-/// it costs in one message, and how much heap and stable memory it takes, so the report can say
-/// which setups only canbench can run in one message and where the heap would run out.
-pub fn trie_setup(cell: &Cell, store: &mut dyn KvStore, batch: usize) -> stablebench::Result<Measurement> {
-    let data = TrieDataset { size: cell.size, seed: KV_SEED };
-    let ((heap_s, stable_s), start) = (pages(), Counter.instructions());
-    trie::load(store, &data, 0..cell.size, batch)?;
-    let (heap0, stable0) = pages();
-    Ok(Measurement {
-        calls: 1,
-        instructions: Counter.instructions() - start,
-        heap_increase: heap0 - heap_s,
-        stable_memory_increase: stable0 - stable_s,
-    })
-}
-
-/// The trie read or write iterations on a store holding the cell's data set.
-pub fn measure_trie(cell: &Cell, store: &mut dyn KvStore) -> Measured {
-    let data = TrieDataset { size: cell.size, seed: KV_SEED };
-    let (heap0, stable0) = pages();
-    let samples = match cell.op {
-        Op::TrieRead(cache) => trie::read(store, &data, cache == Cache::Cold, &Counter),
-        Op::TrieWrite(cache) => trie::write(store, &data, cache == Cache::Cold, &Counter),
-        _ => unreachable!("measure_trie runs trie reads and writes"),
-    };
-    // trie::read and trie::write check every value against the data set: a wrong one is the
-    // oracle's verdict, any other error a failed step.
-    let samples = match checked_run(samples) {
-        Ok(samples) => samples,
-        Err(measured) => return measured,
-    };
-    let (heap1, stable1) = pages();
-    let total = Measurement {
-        calls: samples.0.len() as u64,
-        instructions: samples.total(),
-        heap_increase: heap1 - heap0,
-        stable_memory_increase: stable1 - stable0,
-    };
-    let trimmed = samples.trimmed();
-    let w_avg =
-        Measurement { calls: trimmed.len() as u64, instructions: trimmed.iter().sum(), ..Measurement::default() };
-    let checked = Ok(format!("{} iterations, every value as the data set has it", samples.0.len()));
-    Ok((BenchResult { total, scopes: BTreeMap::from([(scopes::W_AVG.to_string(), w_avg)]) }, verdict(checked)))
-}
-
-/// rippled's NodeStore phases on `store`, new and empty, each a scope; `total` their sum.
-pub fn measure_nodestore(cell: &Cell, store: &mut dyn KvStore) -> Measured {
-    let mut run = None;
-    message_starts();
-    let mut result = bench_fn(|| run = Some(nodestore::run(store, cell.size, nodestore::SEED, &Counter)));
-    // `total` is the phases themselves: generating each phase's objects and checking what it
-    // fetched happen between the scopes (see `stablebench::kv::nodestore`), not in the measure.
-    // `calls` stays bench_fn's 1: the phases are one benchmark, not seven messages, so the runner's
-    // per-call limits check sees the whole run.
-    result.total.instructions = result.scopes.values().map(|m| m.instructions).sum();
-    let run = run.expect("bench_fn ran").map_err(|e| e.to_string())?;
-    let expected = nodestore::expected(cell.size, nodestore::SEED);
-    let checked = if run == expected {
-        ic_cdk::api::debug_print(format!("stablebench: nodestore_hits={:?}", run.hits));
-        Ok(format!("hits {:?} as the model predicts", run.hits))
-    } else {
-        Err(format!("got {run:?}, expected {expected:?}"))
-    };
-    Ok((result, verdict(checked)))
 }

@@ -385,7 +385,7 @@ mod tests {
                         .collect(),
                     ..Default::default()
                 },
-                Op::UsersOrders(_) | Op::Sysrepo { .. } | Op::Chia(_) => unreachable!(),
+                Op::UsersOrders(_) | Op::Sysrepo { .. } | Op::Chia(_) | Op::Declared(_) => unreachable!(),
             };
             named.insert(c.name(), record);
         }

@@ -56,6 +56,8 @@ fn sample(canister: Canister) -> Vec<String> {
             Op::NodeStore | Op::Chia(_) => {
                 Some(c.size) == smallest(&|x| x.workload() == c.workload()) && once.insert(c.workload().name())
             }
+            // Not in the grid the committed results cover (runner/tests/toy.rs runs them).
+            Op::Declared(_) => false,
         };
         if take {
             picked.push(c.name());
