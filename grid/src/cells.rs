@@ -187,7 +187,8 @@ pub enum Op {
 /// Its cells are named `<backend>_<op>_<size>[_<profile>]`; it has no setup stage (its setup is
 /// part of its run), is priced under the ic cost model by running its measured part again
 /// ([`IcPricing::Measured`]), and is measured by its module in the bench host
-/// (`stablebench_host::workload::declared`), found by [`Declared::workload`].
+/// (`host/src/workload/<workload>.rs`, registered by [`Declared::workload`] in that directory's
+/// `mod.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Declared {
     /// The workload's name ([`Workload::Declared`]).

@@ -2,8 +2,8 @@
 //!
 //! A workload (`crate::workload`) measures a cell against this trait only, so the same code runs
 //! in the ic-rusqlite canister's benchmarks (a fresh canister per query), in its live API (the
-//! state `bench_setup` built) and in the ic-sqlite-vfs canister. The differences between them are
-//! here, and nowhere else:
+//! state `bench_setup` built) and in the ic-sqlite-vfs canister. What differs between them in a
+//! measurement is here (the live API's own bookkeeping stays in `canister/src/live.rs`):
 //! - how SQLite is opened with a profile, and what one write is (ic-rusqlite: statements on the
 //!   open connection; ic-sqlite-vfs: one `Db::update`, the library's transaction and the
 //!   publication of its pages);

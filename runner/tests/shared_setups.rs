@@ -56,7 +56,7 @@ fn sample(canister: Canister) -> Vec<String> {
             Op::NodeStore | Op::Chia(_) => {
                 Some(c.size) == smallest(&|x| x.workload() == c.workload()) && once.insert(c.workload().name())
             }
-            // Not in the grid the committed results cover (runner/tests/toy.rs runs them).
+            // No setup stage to share (the toy's, in no committed result, runs in runner/tests/toy.rs).
             Op::Declared(_) => false,
         };
         if take {

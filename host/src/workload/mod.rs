@@ -4,8 +4,9 @@
 //! - `measure`: the measured step alone, on the state a setup built (the live API's
 //!   `bench_run`, after `bench_setup` built it call by call with [`live_setup`]'s steps).
 //!
-//! [`bench`], [`measure`], [`live_setup`] and the live refusals are the only places that pick a
-//! workload by the cell ([`Cell::workload`]): the canisters and the live API call them.
+//! [`bench`], [`measure`], [`live_setup`] and the live refusals pick the workload by the cell
+//! ([`Cell::workload`]) for the canisters and the live API; what stays in the canister is its own
+//! bookkeeping (`live.rs`: the Chia block-by-block replay, the users/orders job count).
 
 pub mod chia;
 pub mod nodestore;
