@@ -17,6 +17,8 @@
 //! this canister's [`Env`] ([`CanisterEnv`]). The live API (`live.rs`) runs the same code against
 //! the state its setup built call by call, so that canbench and a dfx user measure the same thing.
 
+use std::cell::RefCell;
+
 use canbench_rs::{bench, bench_fn, BenchResult};
 use stablebench::bench::Output;
 use stablebench::kv::heap::HeapKv;
@@ -48,8 +50,25 @@ pub fn run(index: usize) -> BenchResult {
 pub enum CanisterEnv {
     /// A freshly installed canister (canbench's): each cell gets its backend new and empty.
     Fresh,
-    /// The live API's canister: a cell gets the stores `bench_setup` loaded (`kv.rs`).
-    Live,
+    /// The live API's canister: a cell gets the stores `bench_setup` loaded (`kv.rs`). It keeps
+    /// the typed error a store refused with ([`CanisterEnv::live_failure`]), so that `bench_run`
+    /// answers with its kind (`InvalidArgument`, `Sqlite`) and not as an internal failure.
+    Live(RefCell<Option<crate::Error>>),
+}
+
+impl CanisterEnv {
+    /// The live API's canister, no store refused yet.
+    pub fn live() -> CanisterEnv {
+        CanisterEnv::Live(RefCell::new(None))
+    }
+
+    /// The error a store of the live canister refused with, if one did.
+    pub fn live_failure(&self) -> Option<crate::Error> {
+        match self {
+            CanisterEnv::Fresh => None,
+            CanisterEnv::Live(failure) => failure.take(),
+        }
+    }
 }
 
 impl Env for CanisterEnv {
@@ -86,10 +105,15 @@ impl Env for CanisterEnv {
     fn with_kv_store<R>(&self, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> R) -> Result<R, String> {
         match self {
             CanisterEnv::Fresh => with_fresh_store(cell, f),
-            CanisterEnv::Live => {
-                let backend = cell.backend.try_into().map_err(|e| format!("{e:?}"))?;
-                kv::with_store(backend, true, |store| Ok(f(store.expect("with_store creates the store"))))
-                    .map_err(|e| format!("{e:?}"))
+            CanisterEnv::Live(failure) => {
+                let opened = kv::KvBackend::try_from(cell.backend).and_then(|backend| {
+                    kv::with_store(backend, true, |store| Ok(f(store.expect("with_store creates the store"))))
+                });
+                opened.map_err(|e| {
+                    let message = format!("{e:?}");
+                    failure.replace(Some(e));
+                    message
+                })
             }
         }
     }
@@ -97,7 +121,7 @@ impl Env for CanisterEnv {
     fn with_heap_map<R>(&self, f: impl FnOnce(&HeapKv) -> R) -> Result<R, String> {
         match self {
             CanisterEnv::Fresh => Err("a fresh canister's heap map is empty: its benchmark loads its own".into()),
-            CanisterEnv::Live => Ok(kv::with_heap(f)),
+            CanisterEnv::Live(_) => Ok(kv::with_heap(f)),
         }
     }
 
@@ -112,12 +136,13 @@ impl Env for CanisterEnv {
     }
 }
 
-/// Opens the cell's backend, new and empty, and runs `f` on it.
+/// Opens the cell's backend, new and empty, and runs `f` on it; an error names its step (`open`,
+/// `create`).
 fn with_fresh_store<R>(cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> R) -> Result<R, String> {
     match cell.backend {
         Backend::Sqlite | Backend::SqliteRowid => {
-            let layout = Layout::of(cell.backend).ok_or("a SQLite backend")?;
-            let profile = cell.profile.ok_or("SQLite cells have a profile")?;
+            let layout = Layout::of(cell.backend).ok_or("open: a SQLite backend")?;
+            let profile = cell.profile.ok_or("open: SQLite cells have a profile")?;
             db::reopen(&profile).map_err(|e| format!("open: {e}"))?;
             db::with_conn(|conn| {
                 sqlite::create(conn, layout).map_err(|e| format!("create: {e}"))?;
@@ -126,7 +151,7 @@ fn with_fresh_store<R>(cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> R) -> Re
         }
         Backend::StableBTreeMap => Ok(f(&mut StableKv::init(db::memory(memory_ids::STABLE_BTREEMAP)))),
         Backend::HeapBTreeMap => Ok(f(&mut HeapKv::default())),
-        Backend::Blob => Err("blob is a sysrepo store, not a key-value backend".into()),
-        Backend::SqliteVfs | Backend::SqliteVfsRowid => Err("an ic-sqlite-vfs cell (stablebench_vfs)".into()),
+        Backend::Blob => Err("open: blob is a sysrepo store, not a key-value backend".into()),
+        Backend::SqliteVfs | Backend::SqliteVfsRowid => Err("open: an ic-sqlite-vfs cell (stablebench_vfs)".into()),
     }
 }

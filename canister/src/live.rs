@@ -162,7 +162,7 @@ fn run_step(cell: &Cell, step: Step, done: u64, meter: &InstructionBudget) -> u6
             let profile = cell.profile.unwrap_or_else(active_profile);
             db::reset(&profile).unwrap_or_else(|e| failed(e.to_string()));
             kv::reset();
-            workload::chia::reset(&CanisterEnv::Live).unwrap_or_else(|e| failed(e));
+            workload::chia::reset(&CanisterEnv::live()).unwrap_or_else(|e| failed(e));
             CHIA.set(match cell.op {
                 Op::Chia(_) => Some(ChiaReplay {
                     name: cell.name(),
@@ -314,13 +314,18 @@ fn measure(cell: &Cell) -> Result<(BenchResult, Oracle), Error> {
     }
     // A Chia replay uses the setup's empty schemas: no block-by-block replay can follow it.
     CHIA.set(None);
-    let measured = workload::measure(&CanisterEnv::Live, cell);
-    if cell.workload() == Workload::UsersOrders {
+    let env = CanisterEnv::live();
+    let measured = workload::measure(&env, cell);
+    if measured.is_ok() && cell.workload() == Workload::UsersOrders {
         // Outside the measured region: the step wrote orders past the jobs' count.
         stablebench::counts::Kept::forget(&mut db::StableKept);
     }
-    measured
-        .map_err(|message| Error::Internal { message: format!("{}: the measured step failed: {message}", cell.name()) })
+    // A store's refusal keeps its kind (the heap map's ceiling, a backend of the other canister).
+    measured.map_err(|message| {
+        env.live_failure().unwrap_or_else(|| Error::Internal {
+            message: format!("{}: the measured step failed: {message}", cell.name()),
+        })
+    })
 }
 
 fn report(name: String, call: CallKind, result: BenchResult, oracle: Oracle) -> BenchReport {
@@ -420,7 +425,7 @@ fn bench_chia_blocks(name: String, blocks: u32) -> Result<ChiaProgress, Error> {
     let failed =
         |e: stablebench::Error| -> ! { ic_cdk::trap(format!("bench_chia_blocks({name:?}): {e}; nothing was changed")) };
     let (mut taken, mut coins, mut spends, mut instructions) = (0u64, 0u64, 0u64, 0u64);
-    let oracle = workload::chia::with_schema(&CanisterEnv::Live, schema, |s| {
+    let oracle = workload::chia::with_schema(&CanisterEnv::live(), schema, |s| {
         for _ in 0..blocks {
             let Some(block) = replay.chain.next() else { break };
             let t0 = Counter.instructions();

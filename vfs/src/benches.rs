@@ -70,8 +70,8 @@ impl Env for VfsEnv {
     }
 
     fn with_kv_store<R>(&self, cell: &Cell, f: impl FnOnce(&mut dyn KvStore) -> R) -> Result<R, String> {
-        let layout = Layout::of(cell.backend).ok_or("not a SQLite backend")?;
-        self.open_sqlite(&cell.profile.ok_or("an ic-sqlite-vfs cell has a profile")?)?;
+        let layout = Layout::of(cell.backend).ok_or("open: not a SQLite backend")?;
+        self.open_sqlite(&cell.profile.ok_or("open: an ic-sqlite-vfs cell has a profile")?)?;
         let mut store = VfsKv::create(layout).map_err(|e| format!("create: {e}"))?;
         Ok(f(&mut store))
     }

@@ -29,7 +29,7 @@ pub fn bench<E: Env>(env: &E, grid: &[Cell], index: usize, first: Cell) -> (Cell
     match first.workload() {
         Workload::UsersOrders => users_orders::bench(env, grid, index, first),
         Workload::Trie => trie::bench(env, grid, index, first),
-        Workload::NodeStore => (first, nodestore::measure(env, &first)),
+        Workload::NodeStore => nodestore::bench(env, first),
         Workload::Sysrepo => sysrepo::bench(env, grid, index, first),
         Workload::Chia => (first, chia::measure(env, &first)),
         Workload::Declared(_) => (first, declared(env, &first)),

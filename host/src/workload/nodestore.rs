@@ -8,7 +8,17 @@ use stablebench_grid::cells::Cell;
 use crate::env::Env;
 use crate::{message_starts, verdict, Counter, Measured};
 
-/// The phases on the cell's store: new and empty in a benchmark (NodeStore builds its own data).
+/// A benchmark: the phases on the cell's store, new and empty; a store that does not open traps
+/// with its step (`open`, `create`).
+pub fn bench<E: Env>(env: &E, first: Cell) -> (Cell, Measured) {
+    let measured = env
+        .with_kv_store(&first, |store| measure_store(&first, store))
+        .unwrap_or_else(|e| ic_cdk::trap(format!("{}: {e}", first.name())));
+    (first, measured)
+}
+
+/// The phases on the cell's store: new and empty in a benchmark (NodeStore builds its own data),
+/// the one a live setup left (empty) in the live API.
 pub fn measure<E: Env>(env: &E, cell: &Cell) -> Measured {
     env.with_kv_store(cell, |store| measure_store(cell, store))?
 }

@@ -25,7 +25,9 @@ pub fn bench<E: Env>(env: &E, grid: &[Cell], index: usize, first: Cell) -> (Cell
         trie::load(&mut heap, &data, 0..first.size, SETUP_BATCH).unwrap_or_else(|e| fail(&first.name(), "setup", e));
         return (first, measure_upgrade(env, &first, &heap));
     }
-    env.with_kv_store(&first, |store| run(grid, index, first, store)).unwrap_or_else(|e| fail(&first.name(), "open", e))
+    // The store's error names its step (`open`, `create`).
+    env.with_kv_store(&first, |store| run(grid, index, first, store))
+        .unwrap_or_else(|e| ic_cdk::trap(format!("{}: {e}", first.name())))
 }
 
 /// The measured step on the store (or heap map) a live setup loaded.
