@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one build path (dfx.json, canbench.yml, CI and the README call it).
 #
-#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all|toy]
+#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|sharded|all|toy]
 #                                                                       (default: production)
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
@@ -19,6 +19,8 @@
 #               canister to copy; wasm32-wasip1 and wasi2ic, like the production canister) and
 #               example_maps.wasm (examples/maps: StableBTreeMap and a heap map; wasm32-unknown-unknown);
 #               example_sqlite and example_maps build one of them (icp.yaml's build steps).
+# sharded    -> target/canister/stablebench_sharded.wasm (sharded/: a router and its shards, one wasm;
+#               wasm32-unknown-unknown), checked against sharded/stablebench_sharded.did.
 # toy        -> target/canister/stablebench_toy.wasm: the benchmark canister with the test-only toy
 #               workload's two cells (cargo feature `toy`; runner/tests/toy.rs). Not part of `all`.
 # Builds run one at a time (a lock in target/): icp-cli builds every canister of icp.yaml at once.
@@ -26,8 +28,8 @@ source "$(dirname "$0")/lib.sh"
 
 variant=${1:-production}
 case "$variant" in
-  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|all|toy) ;;
-  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps, all or toy)" ;;
+  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|sharded|all|toy) ;;
+  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps, sharded, all or toy)" ;;
 esac
 
 # One build at a time: two would race on the tools' installation and on the files of $OUT_DIR
@@ -95,7 +97,7 @@ check_and_embed() {
   # ic-sqlite-vfs defines them `extern "C"` for wasm32-unknown-unknown) and, in the bench wasm,
   # canbench's `__canbench__*`/`__tracing__*` queries: none is a method of its .did.
   case $name in
-    stablebench_vfs|stablebench_vfs_bench|example_maps)
+    stablebench_vfs|stablebench_vfs_bench|example_maps|stablebench_sharded)
       "$IC_WASM" "$OUT_DIR/$name.wasm" info | sed -n '/^Exported methods: \[/,/^]/s/^ *"\([^"(]*[^" (]\)\( (.*)\)\{0,1\}",\{0,1\}$/\1/p' \
         | grep -v -E '^canister_(update|query|composite_query) [a-z]' | sed 's/^\(canister_[a-z_]*\) /\1:/' > "$OUT_DIR/$name.hidden-endpoints.txt" || true ;;
   esac
@@ -136,4 +138,10 @@ for example in sqlite maps; do
       check_and_embed "example_$example" "examples/$example/example_$example.did" ;;
   esac
 done
+if [ "$variant" = sharded ] || [ "$variant" = all ]; then
+  log "building stablebench_sharded.wasm"
+  cargo build --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-sharded
+  cp "target/$VFS_WASM_TARGET/canister/stablebench_sharded.wasm" "$OUT_DIR/stablebench_sharded.wasm"
+  check_and_embed stablebench_sharded sharded/stablebench_sharded.did
+fi
 log "done: $(cd "$OUT_DIR" && ls -1 *.wasm* | tr '\n' ' ')"

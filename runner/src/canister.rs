@@ -402,9 +402,26 @@ struct Snapshot {
 
 /// What the wasm runs: an export, or a callback by table index with its environment.
 #[derive(Clone, Copy, Debug)]
-enum Entry<'a> {
+pub(crate) enum Entry<'a> {
     Export(&'a str),
     Callback(u32, u32),
+}
+
+/// One execution of a message between canisters ([`crate::network`]): what
+/// [`Canister::execute_message`] ran.
+pub(crate) struct Executed {
+    /// Why it trapped (then everything it did is undone, its cycles included).
+    pub trap: Option<Trap>,
+    /// Instructions, the ic model's page fees included.
+    pub used: u64,
+    /// Its context after it ran (reply state, cycles left unaccepted).
+    pub msg: Message,
+    /// The calls it performed (none if it trapped or was a query).
+    pub calls: Vec<Call>,
+    /// The 64 KiB Wasm pages it touched.
+    pub pages: PageCounts,
+    /// Its `debug_print` lines.
+    pub output: Vec<String>,
 }
 
 /// One execution's result.
@@ -839,14 +856,12 @@ impl Canister {
             };
         }
         if call.callee == Principal::management_canister() && call.method == "raw_rand" {
-            self.raw_rand_calls += 1;
-            let bytes = Sha256::digest(format!("stablebench raw_rand {}", self.raw_rand_calls)).to_vec();
-            return Ok(candid::encode_one(bytes).expect("encode a blob"));
+            return Ok(self.raw_rand());
         }
         Err((
             reject_code::DESTINATION_INVALID,
             format!(
-                "Canister {} not found (the offline runner runs one canister; calls to others are rejected)",
+                "Canister {} not found (a lone canister: stablebench_runner::network runs several together)",
                 call.callee
             ),
         ))
@@ -887,6 +902,51 @@ impl Canister {
             self.messages += 1;
         }
         Execution { trap: r.err(), used, msg, calls: if keep { calls } else { Vec::new() }, dirtied, output }
+    }
+
+    /// Runs one execution of `msg` as a message of its own, for [`crate::network`]: its own
+    /// instruction limit and page counts; a trap undoes it, the cycles it attached or accepted
+    /// included, and performs none of its calls.
+    pub(crate) fn execute_message(&mut self, msg: Message, entry: Entry<'_>) -> Executed {
+        let limit = if msg.kind == Kind::Query { self.opts.limits.query } else { self.opts.limits.update };
+        self.executions = 0;
+        self.store.data_mut().profile = None;
+        self.touched = Default::default();
+        let balance = self.store.data().cycles;
+        let e = self.execute(msg, entry, limit);
+        if e.trap.is_some() {
+            self.store.data_mut().cycles = balance;
+        }
+        let (pages, _) = std::mem::take(&mut self.touched);
+        Executed { trap: e.trap, used: e.used, msg: e.msg, calls: e.calls, pages, output: e.output }
+    }
+
+    /// The canister's id.
+    pub fn id(&self) -> Principal {
+        self.store.data().canister_id
+    }
+
+    /// The canister's cycle balance.
+    pub fn cycles(&self) -> u128 {
+        self.store.data().cycles
+    }
+
+    /// Sets the canister's cycle balance (what the network charges and refunds).
+    pub(crate) fn set_cycles(&mut self, cycles: u128) {
+        self.store.data_mut().cycles = cycles;
+    }
+
+    /// The management canister's `raw_rand` for this canister: 32 deterministic bytes, Candid
+    /// encoded, a new value each call.
+    pub(crate) fn raw_rand(&mut self) -> Vec<u8> {
+        self.raw_rand_calls += 1;
+        let bytes = Sha256::digest(format!("stablebench raw_rand {}", self.raw_rand_calls)).to_vec();
+        candid::encode_one(bytes).expect("encode a blob")
+    }
+
+    /// The time of the canister's next execution.
+    pub(crate) fn clock(&self) -> u64 {
+        self.time()
     }
 
     fn finish(&mut self, result: Result<Vec<u8>, Reject>, instructions: u64, started: Instant) -> Outcome {

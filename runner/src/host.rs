@@ -302,6 +302,12 @@ pub struct Message {
     pub reject_code: i32,
     /// See `reject_code`.
     pub reject_message: String,
+    /// Cycles the message carries and the canister has not accepted yet (`msg_cycles_available`):
+    /// a call's attached cycles, in the callee's execution of it. Ingress messages carry none.
+    pub cycles_available: u128,
+    /// In a callback: the cycles the callee did not accept, back in the balance
+    /// (`msg_cycles_refunded`).
+    pub cycles_refunded: u128,
 }
 
 impl Message {
@@ -319,6 +325,8 @@ impl Message {
             time,
             reject_code: 0,
             reject_message: String::new(),
+            cycles_available: 0,
+            cycles_refunded: 0,
         }
     }
 
@@ -1298,47 +1306,70 @@ fn add_replies(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// Cycles: the canister holds a balance (canbench's 1,000 T); messages carry none (ingress
-/// messages cannot), so there is nothing to accept or refund.
+/// Cycles: the canister holds a balance (canbench's 1,000 T). Ingress messages carry none; a call
+/// between canisters ([`crate::network`]) carries what its caller attached, which the callee may
+/// accept and the caller's callback sees refunded.
 fn add_cycles(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
-    // (name, context, whether it reads the balance; the others read a message's cycles: 0).
-    for (name, allowed, balance) in [
-        ("msg_cycles_available128", context::CYCLES_IN, false),
-        ("msg_cycles_refunded128", context::CALLBACK, false),
-        ("canister_cycle_balance128", context::ALL, true),
-        ("canister_liquid_cycle_balance128", context::ALL, true),
+    /// What each read returns: the balance, the message's unaccepted cycles, or the refund.
+    #[derive(Clone, Copy)]
+    enum Read {
+        Balance,
+        Available,
+        Refunded,
+    }
+    fn read(h: &Host, what: Read) -> u128 {
+        match what {
+            Read::Balance => h.cycles,
+            Read::Available => h.msg.cycles_available,
+            Read::Refunded => h.msg.cycles_refunded,
+        }
+    }
+    /// Moves up to `max` of the message's cycles into the balance; returns how many.
+    fn accept(h: &mut Host, max: u128) -> u128 {
+        let taken = max.min(h.msg.cycles_available);
+        h.msg.cycles_available -= taken;
+        h.cycles += taken;
+        taken
+    }
+    for (name, allowed, what) in [
+        ("msg_cycles_available128", context::CYCLES_IN, Read::Available),
+        ("msg_cycles_refunded128", context::CALLBACK, Read::Refunded),
+        ("canister_cycle_balance128", context::ALL, Read::Balance),
+        ("canister_liquid_cycle_balance128", context::ALL, Read::Balance),
     ] {
         linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>, dst: i32| -> HostResult<()> {
             enter(&mut c, name, fee::SYSTEM_CALL, allowed)?;
-            let v = if balance { c.data().cycles } else { 0 };
+            let v = read(c.data(), what);
             write_u128(&mut c, dst as u32 as u64, v)
         })?;
     }
-    for (name, allowed, balance) in [
-        ("msg_cycles_available", context::CYCLES_IN, false),
-        ("msg_cycles_refunded", context::CALLBACK, false),
-        ("canister_cycle_balance", context::ALL, true),
+    for (name, allowed, what) in [
+        ("msg_cycles_available", context::CYCLES_IN, Read::Available),
+        ("msg_cycles_refunded", context::CALLBACK, Read::Refunded),
+        ("canister_cycle_balance", context::ALL, Read::Balance),
     ] {
         linker.func_wrap("ic0", name, move |mut c: Caller<'_, Host>| -> HostResult<i64> {
             enter(&mut c, name, fee::SYSTEM_CALL, allowed)?;
-            let v = if balance { c.data().cycles } else { 0 };
+            let v = read(c.data(), what);
             match u64::try_from(v) {
                 Ok(v) => Ok(v as i64),
-                Err(_) => violation(format!("{name}: the balance does not fit in 64 bits, use {name}128")),
+                Err(_) => violation(format!("{name}: the amount does not fit in 64 bits, use {name}128")),
             }
         })?;
     }
     linker.func_wrap(
         "ic0",
         "msg_cycles_accept128",
-        |mut c: Caller<'_, Host>, _hi: i64, _lo: i64, dst: i32| -> HostResult<()> {
+        |mut c: Caller<'_, Host>, hi: i64, lo: i64, dst: i32| -> HostResult<()> {
             enter(&mut c, "msg_cycles_accept128", fee::SYSTEM_CALL, context::CYCLES_IN)?;
-            write_u128(&mut c, dst as u32 as u64, 0)
+            let taken = accept(c.data_mut(), u128_of(hi, lo));
+            write_u128(&mut c, dst as u32 as u64, taken)
         },
     )?;
-    linker.func_wrap("ic0", "msg_cycles_accept", |mut c: Caller<'_, Host>, _max: i64| -> HostResult<i64> {
+    linker.func_wrap("ic0", "msg_cycles_accept", |mut c: Caller<'_, Host>, max: i64| -> HostResult<i64> {
         enter(&mut c, "msg_cycles_accept", fee::SYSTEM_CALL, context::CYCLES_IN)?;
-        Ok(0)
+        // The 64-bit variant takes at most 2^64 - 1 (the interface specification).
+        Ok(accept(c.data_mut(), max as u64 as u128) as u64 as i64)
     })?;
     linker.func_wrap(
         "ic0",

@@ -16,6 +16,7 @@ pub mod host;
 pub mod instrument;
 pub mod live;
 pub mod load;
+pub mod network;
 pub mod profile;
 pub mod replica;
 #[cfg(unix)]
