@@ -34,12 +34,6 @@ pub const WASM_PAGE_BYTES: u64 = 65_536;
 /// `MAX_WASM_MEMORY_IN_BYTES`.
 pub const MAX_WASM32_HEAP_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 
-/// Instructions a message may run without deterministic time slicing: 5 B. The cycles a call
-/// reserves for its response callback are priced at this many instructions (dfinity/ic
-/// `rs/config/src/subnet_config.rs`, `MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS`, which
-/// `CyclesAccountManager::max_num_instructions` is set to).
-pub const MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS: u64 = 5_000_000_000;
-
 /// Largest payload of an inter-canister request or response: 2 MiB (dfinity/ic
 /// `rs/types/types/src/messages.rs`, `MAX_INTER_CANISTER_PAYLOAD_IN_BYTES`).
 pub const MAX_INTER_CANISTER_PAYLOAD_BYTES: u64 = 2 << 20;
@@ -216,15 +210,19 @@ pub mod prices {
     }
 
     /// What `ic0.cost_call` reports for a call with a `method_bytes`-byte method name and a
-    /// `payload_bytes`-byte argument on a subnet of `nodes` nodes: the call and its request bytes,
-    /// the largest possible response (2 MiB) and the longest callback (5 B instructions), all
-    /// reserved when the call is made (dfinity/ic `rs/cycles_account_manager/src/lib.rs`,
-    /// `xnet_call_total_fee`, `prepayment_for_response_transmission`,
-    /// `prepayment_for_response_execution`).
+    /// `payload_bytes`-byte argument on a subnet of `nodes` nodes, and what `call_perform`
+    /// withdraws: the call and its request bytes, the largest possible response (2 MiB) and the
+    /// longest callback (an update's 40 B instructions and the base fee), the last two refunded
+    /// as far as unused when the response arrives (dfinity/ic
+    /// `rs/cycles_account_manager/src/cycles_account_manager.rs`, `xnet_call_total_fee`,
+    /// `prepayment_for_response_transmission`, `prepayment_for_response_execution` with
+    /// `max_instructions_per_message`, which the replica's setup passes; read 2026-11-28. The
+    /// 5 B "without DTS" limit older replicas reserved is gone from the newest
+    /// `subnet_config.rs`).
     pub const fn call_cycles(method_bytes: u64, payload_bytes: u64, nodes: u64) -> u64 {
         scale(XNET_CALL_CYCLES + XNET_BYTE_CYCLES * (method_bytes + payload_bytes), nodes)
             + scale(XNET_BYTE_CYCLES * super::MAX_INTER_CANISTER_PAYLOAD_BYTES, nodes)
-            + update_cycles_on(super::MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS, nodes)
+            + update_cycles_on(super::UPDATE_INSTRUCTION_LIMIT, nodes)
     }
 
     /// What `ic0.cost_http_request` reports (dfinity/ic `rs/cycles_account_manager/src/lib.rs`,

@@ -45,9 +45,9 @@ pub struct Rounds {
     /// round it is executed in, when sender and receiver share a subnet: 0, the scheduler
     /// inducts subnet-local messages between the inner rounds of the round that sent them.
     pub same_subnet: u64,
-    /// A canister's call to itself (and its response): it takes message routing's path, not the
-    /// scheduler's induction between inner rounds, so it is executed in a later round.
-    pub to_self: u64,
+    /// A system reject for a canister that does not exist: the request leaves through the
+    /// subnet's loopback stream, and the reject reaches the caller this many rounds later.
+    pub no_such_canister: u64,
     /// The same across subnets: the message goes into the stream at the end of its round, is
     /// certified with the state, and a later block of the receiving subnet inducts it.
     pub across_subnets: u64,
@@ -67,7 +67,7 @@ impl Rounds {
     /// their sources; the limits are [`crate::replica::scheduler`]'s).
     pub const REPLICA: Rounds = Rounds {
         same_subnet: 0,
-        to_self: 1,
+        no_such_canister: 1,
         across_subnets: 2,
         round_instructions: scheduler::MAX_INSTRUCTIONS_PER_ROUND,
         cores: scheduler::SCHEDULER_CORES,
@@ -97,15 +97,14 @@ impl CallFees {
     }
 
     /// Withdrawn at `call_perform`: the request, and the prepayment for the largest response and
-    /// the longest callback (what `ic0.cost_call` reports).
+    /// the longest callback (what `ic0.cost_call` reports, `prices::call_cycles`).
     pub fn at_perform(&self, call: &Call) -> u128 {
-        self.request(call) + self.prepaid_response()
+        prices::call_cycles(call.method.len() as u64, call.arg.len() as u64, self.nodes) as u128
     }
 
+    /// The prepayment for the response: what `call_cycles` adds to the request.
     fn prepaid_response(&self) -> u128 {
-        let transmission = prices::scale(prices::XNET_BYTE_CYCLES * ic::MAX_INTER_CANISTER_PAYLOAD_BYTES, self.nodes);
-        let execution = prices::update_cycles_on(ic::MAX_INSTRUCTIONS_PER_MESSAGE_WITHOUT_DTS, self.nodes);
-        (transmission + execution) as u128
+        prices::call_cycles(0, 0, self.nodes) as u128 - prices::scale(prices::XNET_CALL_CYCLES, self.nodes) as u128
     }
 
     /// Returned with the response: the prepayment less the response's bytes and what its callback
@@ -222,6 +221,24 @@ pub struct Logged {
     pub output: Vec<String>,
 }
 
+/// Something a test makes happen at a round of the next ingress message ([`Network::schedule`]):
+/// the faults and operations a sharded set must survive.
+pub enum Event {
+    /// The canister's next execution traps (as if it had trapped anywhere in it: everything it
+    /// did is undone, its calls are not made).
+    Trap(Principal),
+    /// The canister is upgraded to `code` with `arg`, between two of its messages (without being
+    /// stopped: messages on their way to it are delivered after the upgrade).
+    Upgrade {
+        /// The canister.
+        canister: Principal,
+        /// Its new code.
+        code: Arc<Code>,
+        /// The upgrade argument.
+        arg: Vec<u8>,
+    },
+}
+
 /// Where a call context's answer goes.
 #[derive(Clone, Copy, Debug)]
 enum Origin {
@@ -256,6 +273,8 @@ struct Node {
     next_id: u64,
     /// The round from which it can start an execution (a long one occupies it until it ends).
     free_from: u64,
+    /// Its next execution traps ([`Event::Trap`]).
+    trap_next: bool,
 }
 
 impl Node {
@@ -303,6 +322,8 @@ pub struct Network {
     load: BTreeMap<(SubnetId, u64), u64>,
     /// Instructions each canister executed in each round.
     canister_load: BTreeMap<(Principal, u64), u64>,
+    /// Events for the next ingress message, by (round, order scheduled).
+    events: BTreeMap<(u64, u64), Event>,
     trace: Option<Traced>,
 }
 
@@ -322,6 +343,7 @@ impl Network {
             seq: 0,
             load: BTreeMap::new(),
             canister_load: BTreeMap::new(),
+            events: BTreeMap::new(),
             trace: None,
         }
     }
@@ -336,8 +358,15 @@ impl Network {
             bail!("subnet {subnet}: the network has {} subnets", self.subnets.len());
         }
         let (canister, _) = Canister::install(code, arg, opts)?;
-        let node =
-            Node { canister, subnet, contexts: BTreeMap::new(), callbacks: BTreeMap::new(), next_id: 0, free_from: 0 };
+        let node = Node {
+            canister,
+            subnet,
+            contexts: BTreeMap::new(),
+            callbacks: BTreeMap::new(),
+            next_id: 0,
+            free_from: 0,
+            trap_next: false,
+        };
         self.nodes.insert(id, node);
         Ok(id)
     }
@@ -350,6 +379,14 @@ impl Network {
     /// Removes canister `id` (as if it were deleted): calls to it are rejected from now on.
     pub fn remove(&mut self, id: Principal) -> Option<Canister> {
         self.nodes.remove(&id).map(|n| n.canister)
+    }
+
+    /// Makes `event` happen in `round` of the next ingress message ([`Network::update`]), before
+    /// the deliveries due in that round; an event of a round the message does not reach happens
+    /// after it.
+    pub fn schedule(&mut self, round: u64, event: Event) {
+        let order = self.events.len() as u64;
+        self.events.insert((round, order), event);
     }
 
     /// Sends update `method` to canister `to` as an ingress message from `caller`, and runs
@@ -368,8 +405,14 @@ impl Network {
             canisters: BTreeMap::new(),
             log: Vec::new(),
         });
+        self.happen(1);
         self.ingress(to, method, arg, caller);
         while let Some(((round, _), delivery)) = self.queue.pop_first() {
+            if self.events.keys().next().is_some_and(|&(r, _)| r <= round) {
+                self.queue.insert((round, 0), delivery);
+                self.happen(round);
+                continue;
+            }
             if self.trace().log.len() >= MAX_EXECUTIONS {
                 self.trace_mut().result =
                     Err(Reject::Rejected(format!("more than {MAX_EXECUTIONS} executions: a call loop?")));
@@ -378,7 +421,55 @@ impl Network {
             }
             self.deliver(round, delivery);
         }
+        self.happen(u64::MAX);
         self.trace.take().expect("traced")
+    }
+
+    /// Makes the scheduled events of rounds up to `round` happen, in order.
+    fn happen(&mut self, round: u64) {
+        while let Some(entry) = self.events.first_entry() {
+            if entry.key().0 > round {
+                break;
+            }
+            let ((at, _), event) = entry.remove_entry();
+            match event {
+                Event::Trap(canister) => {
+                    if let Some(node) = self.nodes.get_mut(&canister) {
+                        node.trap_next = true;
+                    }
+                }
+                Event::Upgrade { canister, code, arg } => {
+                    let Some(node) = self.nodes.get_mut(&canister) else { continue };
+                    let out = node.canister.upgrade(code, &arg);
+                    let trace = self.trace_mut();
+                    trace.log.push(Logged {
+                        canister,
+                        what: "upgrade".into(),
+                        round: if at == u64::MAX { trace.last_round } else { at },
+                        instructions: out.instructions,
+                        trap: out.result.err().map(|e| e.to_string()),
+                        output: out.output,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Runs one execution on `canister`, or traps it if a test said so ([`Event::Trap`]).
+    fn run(&mut self, canister: Principal, msg: Message, entry: Entry<'_>) -> Executed {
+        let node = self.nodes.get_mut(&canister).expect("installed");
+        if std::mem::take(&mut node.trap_next) {
+            let trap = Trap::Canister("a trap the test injected".into());
+            return Executed {
+                trap: Some(trap),
+                used: 0,
+                msg,
+                calls: Vec::new(),
+                pages: PageCounts::default(),
+                output: Vec::new(),
+            };
+        }
+        node.canister.execute_message(msg, entry)
     }
 
     fn trace(&self) -> &Traced {
@@ -478,7 +569,7 @@ impl Network {
         let context = node.id();
         msg.time = node.canister.clock();
         let attached = msg.cycles_available;
-        let e = node.canister.execute_message(msg, Entry::Export(export));
+        let e = self.run(to, msg, Entry::Export(export));
         let end = self.executed(to, round, what, &e, true);
         if let Some(trap) = e.trap {
             if let Origin::Ingress = origin {
@@ -581,19 +672,20 @@ impl Network {
         usage.calls += 1;
         usage.call_cycles += prepaid;
         usage.bytes_sent += call.method.len() as u64 + call.arg.len() as u64;
-        let due = round + self.hop(canister, from_subnet, call.callee);
+        let due = round + self.hop(from_subnet, call.callee);
         let to = call.callee;
         self.enqueue(due, Delivery::Request { to, from: canister, callback, call });
     }
 
-    /// Rounds from the end of a round in which `sender` (on `from`) sent a message to the round
+    /// Rounds from the end of a round in which a canister on `from` sent a message to the round
     /// `to` executes it.
-    fn hop(&self, sender: Principal, from: SubnetId, to: Principal) -> u64 {
+    fn hop(&self, from: SubnetId, to: Principal) -> u64 {
         match self.nodes.get(&to) {
-            _ if sender == to => self.rounds.to_self,
             Some(node) if node.subnet != from => self.rounds.across_subnets,
-            // The same subnet, or nobody: the subnet's own routing rejects it.
-            _ => self.rounds.same_subnet,
+            // Another canister of the subnet, or itself: inducted between inner iterations.
+            Some(_) => self.rounds.same_subnet,
+            // Nobody: the system's reject takes `no_such_canister` rounds (added in `answer`).
+            None => 0,
         }
     }
 
@@ -614,10 +706,10 @@ impl Network {
                 let due = match self.nodes.get(&from).map(|n| n.subnet) {
                     Some(subnet) => {
                         self.usage(from).bytes_sent += response.bytes();
-                        round + self.hop(from, subnet, caller)
+                        round + self.hop(subnet, caller)
                     }
-                    // A reject the system produced (no such canister): where the caller is.
-                    None => round,
+                    // The system's reject for a canister that does not exist (the loopback stream).
+                    None => round + self.rounds.no_such_canister,
                 };
                 self.enqueue(due, Delivery::Response { to: caller, callback, response, refund });
             }
@@ -641,7 +733,7 @@ impl Network {
             (ctx.msg.reply.clone(), ctx.msg.replied, ctx.msg.rejected.clone(), ctx.msg.max_reply);
         (m.reject_code, m.reject_message, m.cycles_refunded) = (code, text, refund);
         let what = if kind == Kind::ReplyCallback { "reply callback" } else { "reject callback" };
-        let e = node.canister.execute_message(m, Entry::Callback(fun, env));
+        let e = self.run(to, m, Entry::Callback(fun, env));
         let end = self.executed(to, round, what, &e, true);
         let mut instructions = e.used;
         let calls = match e.trap {
@@ -655,7 +747,7 @@ impl Network {
                     let node = self.nodes.get_mut(&to).expect("installed");
                     let caller = node.contexts[&context].msg.caller;
                     let m = Message::new(Kind::Cleanup, Vec::new(), caller, node.canister.clock());
-                    let c = node.canister.execute_message(m, Entry::Callback(fun, env));
+                    let c = self.run(to, m, Entry::Callback(fun, env));
                     self.executed(to, end, "cleanup", &c, false);
                     instructions += c.used;
                 }
@@ -905,11 +997,15 @@ mod tests {
         let rounds: Vec<u64> = t.log.iter().map(|l| l.round).collect();
         assert_eq!(rounds, [1, 3, 5]);
         assert_eq!(t.reply_round, 5);
-        // A call to itself goes through message routing: a round each way.
+        // A call to itself is inducted like one to another canister of its subnet: one round.
         let t = net.update(id(A), "ask", &ask(id(A), "marks"), user());
         assert_eq!(t.result.map(|r| r.len()), Ok(12), "the query's 12 bytes, run as the callee");
         let rounds: Vec<u64> = t.log.iter().map(|l| l.round).collect();
-        assert_eq!(rounds, [1, 2, 3]);
+        assert_eq!(rounds, [1, 1, 1]);
+        // A call to a canister that does not exist: the system's reject comes a round later.
+        let t = net.update(id(A), "ask", &ask(id(9), "pong"), user());
+        let rounds: Vec<u64> = t.log.iter().map(|l| l.round).collect();
+        assert_eq!(rounds, [1, 2]);
         // With slices of 300 k instructions, the callee's 800 k-instruction loop takes three
         // rounds (3, 4, 5) and its response is executed two rounds after the last.
         let rounds = Rounds { slice_instructions: 300_000, ..Rounds::REPLICA };

@@ -10,10 +10,11 @@ use candid::Principal;
 use serde::de::DeserializeOwned;
 use serde_bytes::ByteBuf;
 use sha2::{Digest, Sha256};
+use stablebench_grid::grouped;
 use stablebench_runner::canister::{default_controller, Code, Options};
 use stablebench_runner::instrument::Metering;
-use stablebench_runner::network::{Network, SubnetId, Traced};
-use stablebench_sharded::{shard_of, Entry, Error, Role};
+use stablebench_runner::network::{Event, Network, SubnetId, Traced};
+use stablebench_sharded::{shard_of, Entry, Error, Page, Role};
 
 /// `target/canister/stablebench_sharded.wasm` (scripts/build.sh sharded), loaded once.
 fn code() -> Arc<Code> {
@@ -136,19 +137,19 @@ fn a_sharded_set_holds_what_a_model_holds() {
         let mut model = model;
         model.insert(key(7).into_vec(), value(1007));
         // The top 5 and a scan in pages of 64: the model's order.
-        let top: Result<Vec<Entry>, Error> = set.call(set.router, "top", &(5u32,)).0;
+        let top: Result<Page, Error> = set.call(set.router, "top", &(5u32,)).0;
         let expected: Vec<Entry> =
             model.iter().rev().take(5).map(|(k, v)| (ByteBuf::from(k.clone()), v.clone())).collect();
-        assert_eq!(top, Ok(expected));
+        assert_eq!(top, Ok(Page { entries: expected, complete: true }));
         let mut scanned: Vec<Entry> = Vec::new();
         loop {
             let after = scanned.last().map(|(k, _)| k.clone());
-            let page: Vec<Entry> =
-                set.call::<_, Result<Vec<Entry>, Error>>(set.router, "scan", &(after, 64u32)).0.unwrap();
-            if page.is_empty() {
+            let page: Page = set.call::<_, Result<Page, Error>>(set.router, "scan", &(after, 64u32)).0.unwrap();
+            if page.entries.is_empty() {
                 break;
             }
-            scanned.extend(page);
+            assert!(page.complete);
+            scanned.extend(page.entries);
         }
         let expected: Vec<Entry> = model.iter().map(|(k, v)| (ByteBuf::from(k.clone()), v.clone())).collect();
         assert_eq!(scanned, expected, "{n} shards");
@@ -172,9 +173,17 @@ fn writes_are_for_the_router_and_controllers_and_bad_input_is_refused() {
     assert!(matches!(put, Err(Error::InvalidArgument { .. })), "{put:?}");
     let again: Result<(), Error> = set.call(set.router, "add_shards", &(vec![shard],)).0;
     assert!(matches!(again, Err(Error::InvalidArgument { .. })), "{again:?}");
+    // A router given the same shard twice would count its keys twice: refused.
+    let mut net = Network::new(1);
+    let opts = |i| Options { canister_id: id(i), ..Options::default() };
+    net.install(code(), &candid::encode_one(Role::Router).unwrap(), opts(50), 0).unwrap();
+    let twice = candid::encode_one(vec![id(51), id(51)]).unwrap();
+    let t = net.update(id(50), "add_shards", &twice, default_controller());
+    let twice: Result<(), Error> = candid::decode_one(&t.result.unwrap()).unwrap();
+    assert!(matches!(twice, Err(Error::InvalidArgument { .. })), "{twice:?}");
     let wrong: Result<u64, Error> = set.query(set.router, "shard_len", &());
     assert_eq!(wrong, Err(Error::WrongRole { role: "router".into() }));
-    let page: Result<Vec<Entry>, Error> = set.call(set.router, "scan", &(None::<ByteBuf>, 0u32)).0;
+    let page: Result<Page, Error> = set.call(set.router, "scan", &(None::<ByteBuf>, 0u32)).0;
     assert!(matches!(page, Err(Error::InvalidArgument { .. })), "{page:?}");
     // A router without shards says so.
     let mut net = Network::new(1);
@@ -244,4 +253,226 @@ fn routing_costs_one_hop() {
             t_len.reply_round
         );
     }
+}
+
+/// One operation measured on a set, by its ingress message.
+struct Cost {
+    cycles: u128,
+    instructions: u64,
+    executions: u64,
+    bytes: u64,
+    rounds: u64,
+}
+
+impl Cost {
+    fn of(t: &Traced) -> Cost {
+        Cost {
+            cycles: t.cycles(),
+            instructions: t.instructions(),
+            executions: t.canisters.values().map(|u| u.executions).sum(),
+            bytes: t.bytes_moved(),
+            rounds: t.reply_round,
+        }
+    }
+}
+
+/// The operations of `docs/sharding.md`'s tables, each on a set of `n` shards holding `KEYS`
+/// entries (loaded in batches of 400), the shards on the router's subnet or on another one.
+const OPERATIONS: [&str; 8] = [
+    "`get` through the router",
+    "`shard_get` on the key's shard (the client routes)",
+    "`put` through the router (a key that exists)",
+    "`shard_put` on the key's shard (the client routes)",
+    "`put_batch`, 100 new entries",
+    "`len` (every shard)",
+    "`top(10)` (every shard)",
+    "`scan(null, 100)`, the first page (every shard)",
+];
+const KEYS: u32 = 1_600;
+const SHARDS: [u64; 5] = [1, 2, 4, 8, 16];
+
+fn measure(n: u64, across: bool) -> Vec<Cost> {
+    let mut set = deploy(n, if across { 2 } else { 1 }, |_| if across { 1 } else { 0 });
+    for batch in 0..KEYS / 400 {
+        let (stored, _): (Result<u64, Error>, _) =
+            set.call(set.router, "put_batch", &(entries(batch * 400..(batch + 1) * 400),));
+        assert_eq!(stored, Ok(400));
+    }
+    let shard = set.shards[shard_of(&key(5), n as u32) as usize];
+    let router = set.router;
+    let mut costs = Vec::new();
+    let mut run = |set: &mut Set, to, method: &str, arg: Vec<u8>| {
+        let t = set.net.update(to, method, &arg, default_controller());
+        assert!(t.result.is_ok(), "{method}: {:?}", t.result);
+        costs.push(Cost::of(&t));
+    };
+    run(&mut set, router, "get", candid::encode_one(key(5)).unwrap());
+    run(&mut set, shard, "shard_get", candid::encode_one(key(5)).unwrap());
+    run(&mut set, router, "put", candid::encode_args((key(5), value(5))).unwrap());
+    run(&mut set, shard, "shard_put", candid::encode_args((key(5), value(5))).unwrap());
+    run(&mut set, router, "put_batch", candid::encode_one(entries(KEYS..KEYS + 100)).unwrap());
+    run(&mut set, router, "len", candid::encode_args(()).unwrap());
+    run(&mut set, router, "top", candid::encode_one(10u32).unwrap());
+    run(&mut set, router, "scan", candid::encode_args((None::<ByteBuf>, 100u32)).unwrap());
+    costs
+}
+
+/// `docs/sharding.md`'s cost tables, measured: what each operation costs against the number of
+/// shards (cycles charged to every canister, call and byte fees included, on 13-node subnets),
+/// the messages and bytes it takes at 16 shards, and the round its reply comes in with the shards
+/// on another subnet. Written with `STABLEBENCH_REGENERATE_SHARDED=1`, else compared exactly.
+#[test]
+fn what_each_operation_costs_against_the_number_of_shards() {
+    let same: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, false)).collect();
+    let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
+    let header = |what: &str| {
+        let cols: Vec<String> = SHARDS.iter().map(|n| format!("{n} shard{}", if *n == 1 { "" } else { "s" })).collect();
+        format!("| {what} | {} |\n|---|{}\n", cols.join(" | "), "---:|".repeat(SHARDS.len()))
+    };
+    let mut cycles = header("cycles per call (all canisters)");
+    let mut rounds = header("round of the reply, shards on another subnet");
+    for (i, op) in OPERATIONS.iter().enumerate() {
+        let row: Vec<String> = same.iter().map(|c| stablebench_report::human(c[i].cycles as u64)).collect();
+        cycles.push_str(&format!("| {op} | {} |\n", row.join(" | ")));
+        let row: Vec<String> = across.iter().map(|c| c[i].rounds.to_string()).collect();
+        rounds.push_str(&format!("| {op} | {} |\n", row.join(" | ")));
+        // On one subnet everything replies in the ingress message's round.
+        assert!(same.iter().all(|c| c[i].rounds == 1), "{op}");
+    }
+    let last = same.last().expect("16 shards");
+    let mut messages = String::from(
+        "| at 16 shards, one subnet | executions | instructions (all canisters) | bytes between canisters |\n|---|---:|---:|---:|\n",
+    );
+    for (op, c) in OPERATIONS.iter().zip(last) {
+        messages.push_str(&format!(
+            "| {op} | {} | {} | {} |\n",
+            c.executions,
+            grouped(c.instructions),
+            grouped(c.bytes)
+        ));
+    }
+    // The shape the tables show: a routed call is the direct one plus the router's two
+    // executions; a fan-out grows with every shard; across subnets a routed call waits 4 rounds.
+    for c in &same {
+        assert_eq!((c[0].executions, c[1].executions), (3, 1));
+        assert!(c[0].cycles > c[1].cycles);
+    }
+    assert!(same.windows(2).all(|w| w[1][5].cycles > w[0][5].cycles), "len grows with the shards");
+    assert!(across.iter().all(|c| c[0].rounds == 5 && c[1].rounds == 1));
+    let body = format!("{cycles}\n{messages}\n{rounds}");
+    println!("{body}");
+    doc_fragment("sharded-costs", &body);
+}
+
+/// `body`, docs/sharding.md's fragment between `<!-- name:begin -->` and `<!-- name:end -->`:
+/// written with `STABLEBENCH_REGENERATE_SHARDED=1`, else compared exactly (the runner is
+/// deterministic).
+fn doc_fragment(name: &str, body: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sharding.md");
+    let doc = std::fs::read_to_string(path).unwrap();
+    if std::env::var_os("STABLEBENCH_REGENERATE_SHARDED").is_some() {
+        std::fs::write(path, stablebench_report::splice(&doc, name, body).unwrap()).unwrap();
+        return;
+    }
+    let have = stablebench_report::fragment(&doc, name).unwrap_or_else(|e| panic!("docs/sharding.md: {e}"));
+    assert_eq!(
+        have, body,
+        "docs/sharding.md's {name} differs from what was measured: regenerate with \
+         STABLEBENCH_REGENERATE_SHARDED=1 cargo test --release -p stablebench-runner --test sharded"
+    );
+}
+
+/// Every acknowledged write is held exactly once: each key of `model` reads back its value, and
+/// the set holds as many keys as the model.
+fn check_model(set: &mut Set, model: &BTreeMap<Vec<u8>, ByteBuf>) {
+    let len: Result<u64, Error> = set.call(set.router, "len", &()).0;
+    assert_eq!(len, Ok(model.len() as u64));
+    for (k, v) in model {
+        let got: Result<Option<ByteBuf>, Error> = set.call(set.router, "get", &(ByteBuf::from(k.clone()),)).0;
+        assert_eq!(got, Ok(Some(v.clone())));
+    }
+}
+
+/// A shard traps in the middle of a bulk load: the batch fails naming it, the other shards keep
+/// their part, nothing acknowledged is lost, and sending the batch again completes it.
+#[test]
+fn a_shard_that_traps_mid_load_loses_no_acknowledged_write() {
+    let mut set = deploy(4, 1, |_| 0);
+    let mut model: BTreeMap<Vec<u8>, ByteBuf> = BTreeMap::new();
+    for batch in 0..6u32 {
+        let part = entries(batch * 100..(batch + 1) * 100);
+        if batch == 3 {
+            set.net.schedule(1, Event::Trap(set.shards[2]));
+            let (failed, t): (Result<u64, Error>, _) = set.call(set.router, "put_batch", &(part.clone(),));
+            match failed {
+                Err(Error::ShardFailed { shard, code: 5, message }) => {
+                    assert_eq!(shard, set.shards[2]);
+                    assert!(message.contains("injected"), "{message}");
+                }
+                other => panic!("expected the trapped shard's CANISTER_ERROR, got {other:?}"),
+            }
+            assert!(t.log.iter().any(|l| l.trap.is_some()));
+        }
+        let (stored, _): (Result<u64, Error>, _) = set.call(set.router, "put_batch", &(part.clone(),));
+        assert_eq!(stored, Ok(100), "batch {batch}");
+        model.extend(part.into_iter().map(|(k, v)| (k.into_vec(), v)));
+    }
+    check_model(&mut set, &model);
+}
+
+/// Shards upgraded while the router's calls to them are on their way (the shards on another
+/// subnet, so a request spends two rounds in flight): the router keeps serving, every write
+/// lands once, and the upgraded shards keep their keys (a StableBTreeMap lives in stable memory).
+#[test]
+fn shards_upgraded_while_the_router_serves_keep_every_write() {
+    let mut set = deploy(4, 2, |_| 1);
+    let mut model: BTreeMap<Vec<u8>, ByteBuf> = BTreeMap::new();
+    for i in 0..40u32 {
+        let shard = set.shards[shard_of(&key(i), 4) as usize];
+        // The router sends in round 1; the request reaches the shard in round 3: upgrade it in 2.
+        let arg = candid::encode_one(Role::Shard { router: set.router }).unwrap();
+        set.net.schedule(2, Event::Upgrade { canister: shard, code: code(), arg });
+        let (replaced, t): (Result<Option<ByteBuf>, Error>, _) = set.call(set.router, "put", &(key(i), value(i)));
+        assert_eq!(replaced, Ok(None), "put {i}");
+        let upgrade = t.log.iter().position(|l| l.what == "upgrade").expect("the upgrade happened");
+        let put = t.log.iter().position(|l| l.what == "shard_put").expect("the shard's put ran");
+        assert!(upgrade < put && t.log[upgrade].trap.is_none(), "{:?}", t.log);
+        model.insert(key(i).into_vec(), value(i));
+    }
+    check_model(&mut set, &model);
+}
+
+/// Values large enough that a page of them would not fit a reply: each shard cuts its page at
+/// 1 MiB, the router's merged page stops where a cut shard could still hold earlier keys, and
+/// paging on from its last key still returns every entry once, in order.
+#[test]
+fn pages_of_large_values_stay_under_the_reply_limit_and_skip_nothing() {
+    let mut set = deploy(3, 1, |_| 0);
+    let big = |i: u32| ByteBuf::from(vec![i as u8; 60 * 1024]);
+    let mut model: BTreeMap<Vec<u8>, ByteBuf> = BTreeMap::new();
+    for batch in 0..6u32 {
+        let part: Vec<Entry> = (batch * 10..(batch + 1) * 10).map(|i| (key(i), big(i))).collect();
+        let (stored, _): (Result<u64, Error>, _) = set.call(set.router, "put_batch", &(part.clone(),));
+        assert_eq!(stored, Ok(10));
+        model.extend(part.into_iter().map(|(k, v)| (k.into_vec(), v)));
+    }
+    let mut scanned: Vec<Vec<u8>> = Vec::new();
+    let mut short = 0;
+    loop {
+        let after = scanned.last().map(|k| ByteBuf::from(k.clone()));
+        let page: Page = set.call::<_, Result<Page, Error>>(set.router, "scan", &(after, 1000u32)).0.unwrap();
+        if page.entries.is_empty() {
+            break;
+        }
+        let bytes: usize = page.entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        assert!(bytes <= stablebench_sharded::PAGE_BYTES, "{bytes}");
+        short += usize::from(!page.complete);
+        scanned.extend(page.entries.into_iter().map(|(k, _)| k.into_vec()));
+    }
+    assert!(short > 0, "60 entries of 60 KiB do not fit one page");
+    assert_eq!(scanned, model.keys().cloned().collect::<Vec<_>>());
+    let top: Page = set.call::<_, Result<Page, Error>>(set.router, "top", &(1000u32,)).0.unwrap();
+    assert!(!top.complete && !top.entries.is_empty());
+    let expected: Vec<&[u8]> = model.keys().rev().take(top.entries.len()).map(Vec::as_slice).collect();
+    assert_eq!(top.entries.iter().map(|(k, _)| k.as_slice()).collect::<Vec<_>>(), expected);
 }

@@ -11,7 +11,9 @@ use ic_stable_structures::storable::Bound;
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell, Storable};
 use serde_bytes::ByteBuf;
 
-use crate::{merge, shard_of, Entry, Error, Role, MAX_KEY_BYTES, MAX_PAGE, MAX_SHARDS, MAX_VALUE_BYTES};
+use crate::{
+    merge_pages, page, shard_of, Entry, Error, Page, Role, MAX_KEY_BYTES, MAX_PAGE, MAX_SHARDS, MAX_VALUE_BYTES,
+};
 
 type Mem = VirtualMemory<DefaultMemoryImpl>;
 
@@ -140,6 +142,12 @@ fn add_shards(new: Vec<Principal>) -> Result<(), Error> {
     if new.is_empty() || new.len() > MAX_SHARDS {
         return Err(Error::InvalidArgument { message: format!("{} shards: 1 to {MAX_SHARDS}", new.len()) });
     }
+    let distinct: std::collections::BTreeSet<&Principal> = new.iter().collect();
+    if distinct.len() != new.len() || distinct.contains(&ic_cdk::api::canister_self()) {
+        return Err(Error::InvalidArgument {
+            message: "each shard once, and not the router itself: a key would have two places".into(),
+        });
+    }
     c.shards = new;
     CONFIG_CELL.with_borrow_mut(|cell| cell.set(c));
     Ok(())
@@ -233,29 +241,23 @@ async fn len() -> Result<u64, Error> {
     Ok(fan_out::<_, u64>("shard_len", &()).await?.into_iter().sum())
 }
 
-/// The `k` largest keys with their values, largest first (each shard's `k` largest, merged).
+/// The `k` largest keys with their values, largest first (each shard's `k` largest, merged), as
+/// many as fit a page (`complete` false if fewer than `k` did).
 #[ic_cdk::update]
-async fn top(k: u32) -> Result<Vec<Entry>, Error> {
+async fn top(k: u32) -> Result<Page, Error> {
     check_page(k)?;
-    let parts = fan_out::<_, Vec<Entry>>("shard_top", &(k,)).await?;
-    Ok(to_entries(merge(from_entries(parts), k as usize, true)))
+    let parts = fan_out::<_, Page>("shard_top", &(k,)).await?;
+    Ok(merge_pages(parts, k as usize, true))
 }
 
 /// Up to `limit` entries in key order after `after` (from the start without it): each shard's
-/// first `limit` after it, merged. The next page starts after the last key returned.
+/// first `limit` after it, merged, as many as fit a page. The next page starts after the last key
+/// returned; an empty page is the end.
 #[ic_cdk::update]
-async fn scan(after: Option<ByteBuf>, limit: u32) -> Result<Vec<Entry>, Error> {
+async fn scan(after: Option<ByteBuf>, limit: u32) -> Result<Page, Error> {
     check_page(limit)?;
-    let parts = fan_out::<_, Vec<Entry>>("shard_scan", &(after, limit)).await?;
-    Ok(to_entries(merge(from_entries(parts), limit as usize, false)))
-}
-
-fn from_entries(parts: Vec<Vec<Entry>>) -> Vec<Vec<(Vec<u8>, ByteBuf)>> {
-    parts.into_iter().map(|p| p.into_iter().map(|(k, v)| (k.into_vec(), v)).collect()).collect()
-}
-
-fn to_entries(merged: Vec<(Vec<u8>, ByteBuf)>) -> Vec<Entry> {
-    merged.into_iter().map(|(k, v)| (ByteBuf::from(k), v)).collect()
+    let parts = fan_out::<_, Page>("shard_scan", &(after, limit)).await?;
+    Ok(merge_pages(parts, limit as usize, false))
 }
 
 // ---- A shard -------------------------------------------------------------------------------
@@ -300,27 +302,20 @@ fn shard_len() -> Result<u64, Error> {
 
 /// This shard's `k` largest keys with their values, largest first.
 #[ic_cdk::query]
-fn shard_top(k: u32) -> Result<Vec<Entry>, Error> {
+fn shard_top(k: u32) -> Result<Page, Error> {
     shard_reader()?;
     check_page(k)?;
-    Ok(MAP.with_borrow(|m| {
-        m.iter().rev().take(k as usize).map(|e| (ByteBuf::from(e.key().clone()), ByteBuf::from(e.value()))).collect()
-    }))
+    Ok(MAP.with_borrow(|m| page(m.iter().rev().map(|e| e.into_pair()), k as usize)))
 }
 
 /// Up to `limit` of this shard's entries in key order after `after`.
 #[ic_cdk::query]
-fn shard_scan(after: Option<ByteBuf>, limit: u32) -> Result<Vec<Entry>, Error> {
+fn shard_scan(after: Option<ByteBuf>, limit: u32) -> Result<Page, Error> {
     shard_reader()?;
     check_page(limit)?;
     use std::ops::Bound::{Excluded, Unbounded};
     let from = after.map_or(Unbounded, |k| Excluded(k.into_vec()));
-    Ok(MAP.with_borrow(|m| {
-        m.range((from, Unbounded))
-            .take(limit as usize)
-            .map(|e| (ByteBuf::from(e.key().clone()), ByteBuf::from(e.value())))
-            .collect()
-    }))
+    Ok(MAP.with_borrow(|m| page(m.range((from, Unbounded)).map(|e| e.into_pair()), limit as usize)))
 }
 
 ic_cdk::export_candid!();

@@ -100,18 +100,59 @@ pub fn shard_of(key: &[u8], shards: u32) -> u32 {
     b as u32
 }
 
-/// Merges per-shard answers, each sorted by key ascending, into the first `limit` entries in key
-/// order (a scan's page), or, with `descending`, answers sorted descending into the `limit`
-/// largest keys (a top-k).
-pub fn merge<V>(parts: Vec<Vec<(Vec<u8>, V)>>, limit: usize, descending: bool) -> Vec<(Vec<u8>, V)> {
-    let mut all: Vec<(Vec<u8>, V)> = parts.into_iter().flatten().collect();
-    if descending {
-        all.sort_by(|a, b| b.0.cmp(&a.0));
-    } else {
-        all.sort_by(|a, b| a.0.cmp(&b.0));
+/// Bytes of keys and values one page holds at most: a shard's and the router's replies stay
+/// under the 2 MiB reply limit, with room for Candid's framing.
+pub const PAGE_BYTES: usize = 1 << 20;
+
+/// Entries in key order (ascending for a scan, descending for a top-k), and whether the page
+/// holds all the request asked for: `false` when [`PAGE_BYTES`] cut it short (a scan goes on
+/// after its last key as always; a top-k says it holds fewer than `k`).
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Page {
+    /// The entries.
+    pub entries: Vec<Entry>,
+    /// Not cut short by the page's byte budget.
+    pub complete: bool,
+}
+
+/// The first `limit` entries of `iter` (already in the page's order) that fit [`PAGE_BYTES`].
+pub fn page(iter: impl Iterator<Item = (Vec<u8>, Vec<u8>)>, limit: usize) -> Page {
+    let mut page = Page { entries: Vec::new(), complete: true };
+    let mut bytes = 0;
+    for (k, v) in iter.take(limit) {
+        bytes += k.len() + v.len();
+        if bytes > PAGE_BYTES {
+            page.complete = false;
+            break;
+        }
+        page.entries.push((ByteBuf::from(k), ByteBuf::from(v)));
     }
-    all.truncate(limit);
-    all
+    page
+}
+
+/// Merges the shards' pages (each in the page's order: ascending, or `descending` for a top-k)
+/// into one page of at most `limit` entries and [`PAGE_BYTES`]. A shard's page that was cut short
+/// may have entries after its last one that belong before other shards' entries, so the merged
+/// page stops at the earliest such last key: it stays a prefix, in order, of every shard's
+/// entries together.
+pub fn merge_pages(parts: Vec<Page>, limit: usize, descending: bool) -> Page {
+    let before = |a: &[u8], b: &[u8]| if descending { a > b } else { a < b };
+    let mut cutoff: Option<Vec<u8>> = None;
+    for part in parts.iter().filter(|p| !p.complete) {
+        if let Some((last, _)) = part.entries.last() {
+            if cutoff.as_ref().is_none_or(|c| before(last, c)) {
+                cutoff = Some(last.to_vec());
+            }
+        }
+    }
+    let cut = parts.iter().any(|p| !p.complete);
+    let mut all: Vec<Entry> = parts.into_iter().flat_map(|p| p.entries).collect();
+    all.sort_by(|a, b| if descending { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
+    let within = |k: &[u8]| cutoff.as_deref().is_none_or(|c| k == c || before(k, c));
+    let kept = all.into_iter().take_while(|(k, _)| within(k)).map(|(k, v)| (k.into_vec(), v.into_vec()));
+    let mut merged = page(kept, limit);
+    merged.complete &= !cut || merged.entries.len() == limit;
+    merged
 }
 
 #[cfg(test)]
@@ -161,12 +202,38 @@ mod tests {
         assert_eq!(shard_of(b"stablebench", 1000), 137);
     }
 
+    fn part(keys: &[u8], complete: bool) -> Page {
+        Page { entries: keys.iter().map(|&k| (ByteBuf::from(vec![k]), ByteBuf::from(vec![k]))).collect(), complete }
+    }
+
+    fn keys(p: &Page) -> Vec<u8> {
+        p.entries.iter().map(|(k, _)| k[0]).collect()
+    }
+
     #[test]
-    fn merge_keeps_key_order_and_the_limit() {
-        let parts = vec![vec![(vec![1], 'a'), (vec![4], 'd')], vec![(vec![2], 'b'), (vec![3], 'c'), (vec![9], 'z')]];
-        let page: Vec<u8> = merge(parts.clone(), 3, false).into_iter().map(|(k, _)| k[0]).collect();
-        assert_eq!(page, [1, 2, 3]);
-        let top: Vec<u8> = merge(parts, 2, true).into_iter().map(|(k, _)| k[0]).collect();
-        assert_eq!(top, [9, 4]);
+    fn merged_pages_keep_key_order_and_the_limit() {
+        let parts = vec![part(&[1, 4], true), part(&[2, 3, 9], true)];
+        let merged = merge_pages(parts, 3, false);
+        assert_eq!((keys(&merged), merged.complete), (vec![1, 2, 3], true));
+        let top = merge_pages(vec![part(&[4, 1], true), part(&[9, 3, 2], true)], 2, true);
+        assert_eq!(keys(&top), [9, 4]);
+    }
+
+    #[test]
+    fn a_page_cut_short_stops_the_merge_at_its_last_key() {
+        // The first shard stopped at 4: its next key could be 5, before the other shard's 6.
+        let merged = merge_pages(vec![part(&[1, 4], false), part(&[2, 6, 7], true)], 10, false);
+        assert_eq!((keys(&merged), merged.complete), (vec![1, 2, 4], false));
+        let top = merge_pages(vec![part(&[9, 5], false), part(&[8, 3], true)], 10, true);
+        assert_eq!((keys(&top), top.complete), (vec![9, 8, 5], false));
+    }
+
+    #[test]
+    fn a_page_holds_at_most_its_byte_budget() {
+        let big = vec![0u8; PAGE_BYTES / 3];
+        let p = page((0..5u8).map(|i| (vec![i], big.clone())), 5);
+        assert_eq!((p.entries.len(), p.complete), (2, false));
+        let p = page((0..5u8).map(|i| (vec![i], vec![i])), 3);
+        assert_eq!((p.entries.len(), p.complete), (3, true));
     }
 }
