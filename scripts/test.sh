@@ -82,9 +82,9 @@ for name in "${!built[@]}"; do
     || die "icp build's $name wasm differs from scripts/build.sh's $OUT_DIR/$name.wasm"
 done
 
-# After icp-cli's builds: the toy is the benchmark canister with one more feature, and building
-# it before them would make cargo relink the benchmark and production wasm (about 100 s each).
-log "building the benchmark canister with the test-only toy workload (runner/tests/toy.rs)"
+# The toy is the ic-sqlite-vfs benchmark canister with one more feature (about 15 s; the grid's
+# run builds that canister again without it).
+log "building the ic-sqlite-vfs benchmark canister with the test-only toy workload (runner/tests/toy.rs)"
 "$ROOT/scripts/build.sh" toy
 
 log "running the workspace tests"

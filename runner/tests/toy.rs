@@ -2,8 +2,8 @@
 //! (`stablebench_grid::toy`, one line in `cells()`, `stablebench_host::workload::toy`, this
 //! test), behind the cargo feature `toy` so that no committed result and no release wasm has it.
 //!
-//! The benchmark canister built with it (`scripts/build.sh toy`) must export the grid's
-//! benchmarks and the toy's two, named from their declaration; both run through the runner as
+//! The ic-sqlite-vfs benchmark canister built with it (`scripts/build.sh toy`) must export that
+//! canister's benchmarks of the grid and the toy's two, named from their declaration; both run through the runner as
 //! `stablebench-runner bench` runs them (setups shared, both cost models at once) and as canbench
 //! runs them (each in its own query), pass their oracle, and measure the same both ways, to the
 //! instruction and page. The runner's own grid has no toy (this crate builds the grid without the
@@ -29,10 +29,10 @@ fn the_toy_workload_runs_end_to_end_through_the_runner() {
     let full_code = Code::from_file(TOY_WASM.as_ref(), Metering::On).expect("the toy wasm loads");
     let shared_code = Code::from_file_with_heap_tracking(TOY_WASM.as_ref(), Metering::On, false).expect("it loads");
     let exported = suite::benchmark_names(&full_code);
-    let grid: BTreeSet<String> = cells::cells_of(Canister::Main).iter().map(|c| c.name()).collect();
+    let grid: BTreeSet<String> = cells::cells_of(Canister::Vfs).iter().map(|c| c.name()).collect();
     assert!(grid.iter().all(|n| exported.contains(n)), "the toy wasm lacks some of the grid's benchmarks");
     let names: Vec<String> = exported.into_iter().filter(|n| !grid.contains(n)).collect();
-    assert_eq!(names, ["heap_btreemap_counter_increment_100", "heap_btreemap_counter_read_100"]);
+    assert_eq!(names, ["sqlite_vfs_counter_increment_100_vfs_default", "sqlite_vfs_counter_read_100_vfs_default"]);
 
     let setup = BenchSetup::default();
     let full = suite::run_named(Arc::clone(&full_code), &setup, &names, false, 2, None, |_| {}).expect("the full run");
