@@ -789,7 +789,7 @@ impl Canister {
             let mut m = Message::new(kind, arg, ctx.caller, self.time());
             (m.reply, m.replied, m.rejected, m.max_reply) =
                 (ctx.reply.clone(), ctx.replied, ctx.rejected.clone(), ctx.max_reply);
-            (m.reject_code, m.reject_message) = (code, text);
+            (m.reject_code, m.reject_message, m.cycles_refunded) = (code, text, call.cycles);
             let e = self.execute(m, Entry::Callback(fun, env), self.opts.limits.update);
             used += e.used;
             dirtied += e.dirtied;

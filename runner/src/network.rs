@@ -102,17 +102,21 @@ impl CallFees {
         prices::call_cycles(call.method.len() as u64, call.arg.len() as u64, self.nodes) as u128
     }
 
+    /// The response's bytes, charged to the caller.
+    pub fn transmission(&self, response_bytes: u64) -> u128 {
+        prices::scale(prices::XNET_BYTE_CYCLES * response_bytes, self.nodes) as u128
+    }
+
     /// The prepayment for the response: what `call_cycles` adds to the request.
-    fn prepaid_response(&self) -> u128 {
+    pub fn prepaid_response(&self) -> u128 {
         prices::call_cycles(0, 0, self.nodes) as u128 - prices::scale(prices::XNET_CALL_CYCLES, self.nodes) as u128
     }
 
     /// Returned with the response: the prepayment less the response's bytes and what its callback
     /// ran (`callback_instructions`; its base fee included).
     pub fn refund(&self, response_bytes: u64, callback_instructions: u64) -> u128 {
-        let transmission = prices::scale(prices::XNET_BYTE_CYCLES * response_bytes, self.nodes);
-        let execution = prices::update_cycles_on(callback_instructions, self.nodes);
-        self.prepaid_response().saturating_sub((transmission + execution) as u128)
+        let execution = prices::update_cycles_on(callback_instructions, self.nodes) as u128;
+        self.prepaid_response().saturating_sub(self.transmission(response_bytes) + execution)
     }
 }
 
@@ -422,6 +426,10 @@ impl Network {
             self.deliver(round, delivery);
         }
         self.happen(u64::MAX);
+        // A trap the message never reached does not carry over to the next one.
+        for node in self.nodes.values_mut() {
+            node.trap_next = false;
+        }
         self.trace.take().expect("traced")
     }
 
@@ -485,6 +493,11 @@ impl Network {
     }
 
     fn ingress(&mut self, to: Principal, method: &str, arg: &[u8], caller: Principal) {
+        if arg.len() as u64 > crate::canister::MAX_INGRESS_BYTES {
+            let limit = crate::canister::MAX_INGRESS_BYTES;
+            self.trace_mut().result = Err(Reject::TooLarge { bytes: arg.len() as u64, limit });
+            return;
+        }
         let Some(node) = self.nodes.get_mut(&to) else {
             self.trace_mut().result = Err(Reject::Rejected(format!("Canister {to} not found")));
             return;
@@ -501,7 +514,9 @@ impl Network {
         let fee = prices::ingress_cycles(method.len() as u64 + arg.len() as u64, nodes) as u128;
         node.canister.set_cycles(node.canister.cycles().saturating_sub(fee));
         self.usage(to).ingress_cycles += fee;
-        let msg = Message::new(kind, arg.to_vec(), caller, 0);
+        let mut msg = Message::new(kind, arg.to_vec(), caller, 0);
+        // A query sent as an update call replies as an update does: at most 2 MiB.
+        msg.max_reply = ic::MAX_UPDATE_REPLY_BYTES;
         self.start(to, 1, Origin::Ingress, msg, &export, method);
     }
 
@@ -587,7 +602,7 @@ impl Network {
         }
         let ctx = Context { msg: e.msg, origin, outstanding: 0, answered: false };
         self.nodes.get_mut(&to).expect("installed").contexts.insert(context, ctx);
-        self.after(to, end, context, e.calls);
+        self.after(to, end, context, e.calls, None);
     }
 
     /// Books an execution that started in `round` (with the base fee of a message, or without:
@@ -602,10 +617,13 @@ impl Network {
             cycles -= prices::scale(prices::UPDATE_BASE_CYCLES, nodes) as u128;
         }
         node.canister.set_cycles(node.canister.cycles().saturating_sub(cycles));
-        // The execution's last slice counts in the round it ends in (the earlier ones filled theirs).
-        let last_slice = e.used.min(self.rounds.slice_instructions);
-        *self.load.entry((subnet, end)).or_default() += last_slice;
-        *self.canister_load.entry((canister, end)).or_default() += last_slice;
+        // Each slice counts in the round it runs in: full slices, then what is left in the last.
+        let slice = self.rounds.slice_instructions.max(1);
+        for r in round..=end {
+            let part = if r < end { slice } else { e.used.saturating_sub(1) % slice + 1 };
+            *self.load.entry((subnet, r)).or_default() += part;
+            *self.canister_load.entry((canister, r)).or_default() += part;
+        }
         let usage = self.usage(canister);
         usage.executions += 1;
         usage.instructions += e.used;
@@ -628,19 +646,25 @@ impl Network {
     /// its calls, then answers the context's origin if the execution answered, or if nothing is
     /// left that could (no call outstanding: `did not reply`); closes the context once it is
     /// answered and no call is outstanding.
-    fn after(&mut self, canister: Principal, end: u64, context: u64, calls: Vec<Call>) {
+    fn after(&mut self, canister: Principal, end: u64, context: u64, calls: Vec<Call>, trap: Option<Trap>) {
         for call in calls {
             self.perform(canister, end, context, call);
         }
         let node = self.nodes.get_mut(&canister).expect("installed");
         let ctx = node.contexts.get_mut(&context).expect("an open context");
+        let trapped = trap.map(|t| (format!("Canister {canister} trapped: {t}"), t));
         let answer = match (&ctx.msg.rejected, ctx.msg.replied) {
             _ if ctx.answered => None,
             (Some(m), _) => Some(Response::Reject(reject_code::CANISTER_REJECT, m.clone())),
             (None, true) => Some(Response::Reply(ctx.msg.reply.clone())),
+            // Nothing left that could answer: the context fails, with the last callback's trap if
+            // it trapped.
             (None, false) if ctx.outstanding == 0 => Some(Response::Reject(
                 reject_code::CANISTER_ERROR,
-                format!("Canister {canister} did not reply to the call"),
+                match &trapped {
+                    Some((text, _)) => text.clone(),
+                    None => format!("Canister {canister} did not reply to the call"),
+                },
             )),
             (None, false) => None,
         };
@@ -652,8 +676,13 @@ impl Network {
         if ctx.answered && ctx.outstanding == 0 {
             node.contexts.remove(&context);
         }
-        if let Some(response) = answer {
-            self.answer(end, origin, canister, response, unaccepted);
+        match (answer, origin, trapped) {
+            (Some(Response::Reject(reject_code::CANISTER_ERROR, _)), Origin::Ingress, Some((_, trap))) => {
+                let trace = self.trace_mut();
+                (trace.result, trace.reply_round) = (Err(Reject::Trapped(trap)), end);
+            }
+            (Some(response), _, _) => self.answer(end, origin, canister, response, unaccepted),
+            (None, _, _) => {}
         }
     }
 
@@ -732,14 +761,23 @@ impl Network {
         (m.reply, m.replied, m.rejected, m.max_reply) =
             (ctx.msg.reply.clone(), ctx.msg.replied, ctx.msg.rejected.clone(), ctx.msg.max_reply);
         (m.reject_code, m.reject_message, m.cycles_refunded) = (code, text, refund);
+        // A callback may accept what is left of the cycles its context received.
+        let (available, origin) = (ctx.msg.cycles_available, ctx.origin);
+        m.cycles_available = available;
         let what = if kind == Kind::ReplyCallback { "reply callback" } else { "reject callback" };
         let e = self.run(to, m, Entry::Callback(fun, env));
         let end = self.executed(to, round, what, &e, true);
         let mut instructions = e.used;
-        let calls = match e.trap {
+        let calls = match &e.trap {
             None => {
                 let ctx = self.nodes.get_mut(&to).expect("installed").contexts.get_mut(&context).expect("open");
                 (ctx.msg.reply, ctx.msg.replied, ctx.msg.rejected) = (e.msg.reply, e.msg.replied, e.msg.rejected);
+                ctx.msg.cycles_available = e.msg.cycles_available;
+                let accepted = available - e.msg.cycles_available;
+                self.usage(to).cycles_transferred += accepted as i128;
+                if let Origin::Call { caller, .. } = origin {
+                    self.usage(caller).cycles_transferred -= accepted as i128;
+                }
                 e.calls
             }
             Some(_) => {
@@ -755,14 +793,18 @@ impl Network {
             }
         };
         // The response's execution was prepaid with the call: what it used is booked as
-        // executions, what it did not comes back now, and the call is charged the rest.
+        // executions (and was charged as such), the prepayment covers it as far as it goes, what
+        // the response did not use comes back now, and the call is charged the rest.
         let nodes = self.subnets[self.nodes[&to].subnet as usize];
-        let used = prices::update_cycles_on(instructions, nodes) as u128;
-        let returned = CallFees { nodes }.refund(response.bytes(), instructions);
+        let fees = CallFees { nodes };
+        let transmission = fees.transmission(response.bytes());
+        let covered = (prices::update_cycles_on(instructions, nodes) as u128)
+            .min(fees.prepaid_response().saturating_sub(transmission));
+        let returned = fees.refund(response.bytes(), instructions);
         let node = self.nodes.get_mut(&to).expect("installed");
-        node.canister.set_cycles(node.canister.cycles() + returned + used);
-        self.usage(to).call_cycles -= returned + used;
-        self.after(to, end, context, calls);
+        node.canister.set_cycles(node.canister.cycles() + returned + covered);
+        self.usage(to).call_cycles -= returned + covered;
+        self.after(to, end, context, calls, e.trap);
     }
 }
 
@@ -944,7 +986,11 @@ mod tests {
     fn a_callback_that_traps_is_undone_and_its_cleanup_runs() {
         let mut net = network(1, 0, Rounds::REPLICA);
         let t = net.update(id(A), "ask_trapping_callback", &ask(id(B), "pong"), user());
-        assert_eq!(t.result, Err(Reject::DidNotReply), "nothing is left that could answer");
+        assert!(
+            matches!(&t.result, Err(Reject::Trapped(Trap::Canister(m))) if m.contains("unreachable")),
+            "{:?}",
+            t.result
+        );
         let whats: Vec<&str> = t.log.iter().map(|l| l.what.as_str()).collect();
         assert_eq!(whats, ["ask_trapping_callback", "pong", "reply callback", "cleanup"]);
         let m = marks(&mut net, A);
@@ -963,9 +1009,12 @@ mod tests {
         assert_eq!(before.0 - after.0, a.cycles() + 400_000);
         assert_eq!(after.1 + b.cycles(), before.1 + 400_000);
         // A trapping callee accepts nothing: everything comes back.
+        let before = (net.canister(id(A)).unwrap().cycles(), net.canister(id(B)).unwrap().cycles());
         let t = net.update(id(A), "ask_cycles", &ask(id(B), "boom"), user());
         assert_eq!(t.result, Ok(5i32.to_le_bytes().to_vec()));
-        assert_eq!(t.usage(id(B)).cycles_transferred, 0);
+        assert_eq!((t.usage(id(A)).cycles_transferred, t.usage(id(B)).cycles_transferred), (0, 0));
+        let after = (net.canister(id(A)).unwrap().cycles(), net.canister(id(B)).unwrap().cycles());
+        assert_eq!((before.0 - after.0, before.1 - after.1), (t.usage(id(A)).cycles(), t.usage(id(B)).cycles()));
     }
 
     #[test]

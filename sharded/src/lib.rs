@@ -66,11 +66,13 @@ pub enum Error {
         /// What is wrong and what would be accepted.
         message: String,
     },
-    /// A shard rejected the call, trapped, or does not exist: nothing was changed on it.
+    /// A shard rejected the call, trapped, or does not exist (nothing was changed on it), or the
+    /// call could not be made or its answer not decoded (code 0; the shard may have applied it).
     ShardFailed {
         /// The shard.
         shard: Principal,
-        /// The reject code (3: no such canister; 4: it rejected; 5: it trapped).
+        /// The reject code (2: transient, the call can be retried; 3: no such canister; 4: it
+        /// rejected; 5: it trapped), or 0.
         code: u32,
         /// The reject message.
         message: String,
