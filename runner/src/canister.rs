@@ -310,6 +310,14 @@ impl Code {
         self.exports.iter().any(|e| e == name)
     }
 
+    /// How another canister's call, or an ingress update call, runs `method`: its update, or else
+    /// its query (run replicated, its changes discarded); `None` if it exports neither.
+    pub fn method_export(&self, method: &str) -> Option<(Kind, String)> {
+        [(Kind::Update, format!("canister_update {method}")), (Kind::Query, format!("canister_query {method}"))]
+            .into_iter()
+            .find(|(_, export)| self.exports(export))
+    }
+
     /// The Candid interface the canister's own code generates, if it exports one: the string
     /// that `ic_cdk::export_candid!`'s `get_candid_pointer` returns (what dfx's candid-extractor
     /// reads), run on a fresh instance. Unlike the `candid:service` metadata, which the build
@@ -830,13 +838,7 @@ impl Canister {
     ) -> Result<Vec<u8>, (i32, String)> {
         let me = self.store.data().canister_id;
         if call.callee == me {
-            let update = format!("canister_update {}", call.method);
-            let query = format!("canister_query {}", call.method);
-            let (kind, export) = if self.code.exports(&update) {
-                (Kind::Update, update)
-            } else if self.code.exports(&query) {
-                (Kind::Query, query)
-            } else {
+            let Some((kind, export)) = self.code.method_export(&call.method) else {
                 return Err((
                     reject_code::CANISTER_ERROR,
                     format!("Canister {me} has no update method '{}'", call.method),

@@ -301,14 +301,6 @@ impl Delivery {
     }
 }
 
-/// The export that runs `method` as `kind` (an update or a query).
-fn export_of(kind: Kind, method: &str) -> String {
-    match kind {
-        Kind::Query => format!("canister_query {method}"),
-        _ => format!("canister_update {method}"),
-    }
-}
-
 /// Upper bound on the executions one ingress message may set off (against canisters that call
 /// each other forever).
 const MAX_EXECUTIONS: usize = 100_000;
@@ -503,12 +495,9 @@ impl Network {
             return;
         };
         // A query method sent as an update call runs replicated: charged, its changes discarded.
-        let (kind, export) = match [Kind::Update, Kind::Query].map(|k| (k, export_of(k, method))) {
-            [(k, e), _] | [_, (k, e)] if node.canister.code().exports(&e) => (k, e),
-            _ => {
-                self.trace_mut().result = Err(Reject::NoSuchMethod(method.to_string()));
-                return;
-            }
+        let Some((kind, export)) = node.canister.code().method_export(method) else {
+            self.trace_mut().result = Err(Reject::NoSuchMethod(method.to_string()));
+            return;
         };
         let nodes = self.subnets[node.subnet as usize];
         let fee = prices::ingress_cycles(method.len() as u64 + arg.len() as u64, nodes) as u128;
@@ -564,14 +553,10 @@ impl Network {
                 call.cycles,
             );
         };
-        let exported = [Kind::Update, Kind::Query].map(|k| (k, export_of(k, &call.method)));
-        let (kind, export) = match exported {
-            [(k, e), _] | [_, (k, e)] if node.canister.code().exports(&e) => (k, e),
-            _ => {
-                let text = format!("Canister {to} has no update method '{}'", call.method);
-                let reject = Response::Reject(reject_code::CANISTER_ERROR, text);
-                return self.answer(round, origin, to, reject, call.cycles);
-            }
+        let Some((kind, export)) = node.canister.code().method_export(&call.method) else {
+            let text = format!("Canister {to} has no update method '{}'", call.method);
+            let reject = Response::Reject(reject_code::CANISTER_ERROR, text);
+            return self.answer(round, origin, to, reject, call.cycles);
         };
         let mut msg = Message::new(kind, call.arg, from, 0);
         (msg.cycles_available, msg.max_reply) = (call.cycles, ic::MAX_INTER_CANISTER_PAYLOAD_BYTES);
@@ -595,14 +580,19 @@ impl Network {
             let response = Response::Reject(reject_code::CANISTER_ERROR, format!("Canister {to} trapped: {trap}"));
             return self.answer(end, origin, to, response, attached);
         }
-        let accepted = attached - e.msg.cycles_available;
-        self.usage(to).cycles_transferred += accepted as i128;
-        if let Origin::Call { caller, .. } = origin {
-            self.usage(caller).cycles_transferred -= accepted as i128;
-        }
+        self.accepted(to, origin, attached - e.msg.cycles_available);
         let ctx = Context { msg: e.msg, origin, outstanding: 0, answered: false };
         self.nodes.get_mut(&to).expect("installed").contexts.insert(context, ctx);
         self.after(to, end, context, e.calls, None);
+    }
+
+    /// Books `accepted` cycles of a context of `canister` whose origin is `origin` as moved from
+    /// the calling canister (none for an ingress message) to `canister`.
+    fn accepted(&mut self, canister: Principal, origin: Origin, accepted: u128) {
+        self.usage(canister).cycles_transferred += accepted as i128;
+        if let Origin::Call { caller, .. } = origin {
+            self.usage(caller).cycles_transferred -= accepted as i128;
+        }
     }
 
     /// Books an execution that started in `round` (with the base fee of a message, or without:
@@ -773,11 +763,7 @@ impl Network {
                 let ctx = self.nodes.get_mut(&to).expect("installed").contexts.get_mut(&context).expect("open");
                 (ctx.msg.reply, ctx.msg.replied, ctx.msg.rejected) = (e.msg.reply, e.msg.replied, e.msg.rejected);
                 ctx.msg.cycles_available = e.msg.cycles_available;
-                let accepted = available - e.msg.cycles_available;
-                self.usage(to).cycles_transferred += accepted as i128;
-                if let Origin::Call { caller, .. } = origin {
-                    self.usage(caller).cycles_transferred -= accepted as i128;
-                }
+                self.accepted(to, origin, available - e.msg.cycles_available);
                 e.calls
             }
             Some(_) => {
