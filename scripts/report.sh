@@ -6,7 +6,8 @@
 # docs/chia.md with docs/chia.svg (after replaying each Chia schema in messages on the benchmark
 # wasm: runner/tests/chia_pages.rs, chia_pages_results.yml), docs/scaling.md with docs/scaling.svg (the
 # users/orders steps from 10k to 10M orders), docs/vfs.md (ic-rusqlite against
-# ic-sqlite-vfs), the results site docs/site/ (report/src/site.rs; scripts/site-check.sh opens it in
+# ic-sqlite-vfs), docs/sharding.md's tables (what the sharded set's calls cost, from sharded_results.yml, and
+# where one canister runs out, from the single-canister results), the results site docs/site/ (report/src/site.rs; scripts/site-check.sh opens it in
 # headless Chromium and saves its screenshots), and the
 # generated tables of the README and its docs pages (report::MARKED_DOCS: results, profiles, pragmas, benchmarks, grid, DbWeight, NodeStore,
 # sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm

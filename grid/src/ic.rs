@@ -38,6 +38,25 @@ pub const MAX_WASM32_HEAP_BYTES: u64 = 4 * 1024 * 1024 * 1024;
 /// `rs/types/types/src/messages.rs`, `MAX_INTER_CANISTER_PAYLOAD_IN_BYTES`).
 pub const MAX_INTER_CANISTER_PAYLOAD_BYTES: u64 = 2 << 20;
 
+/// Largest stable memory: 500 GiB (`max_stable_memory_size`, ic:`rs/config/src/embedders.rs`).
+pub const MAX_STABLE_BYTES: u64 = 500 * (1 << 30);
+
+/// The scheduler's limits on application subnets that decide how many rounds a message takes
+/// (read 2026-11-28 in ic:`rs/config/src/subnet_config.rs` at commit
+/// d9202bc7f6d16b2777d4e092ee1b7ad5899aae2b, `SchedulerConfig::application_subnet`, and
+/// ic:`rs/config/src/execution_environment.rs`); the runner's network applies them.
+pub mod scheduler {
+    /// `MAX_INSTRUCTIONS_PER_ROUND`: what one scheduler thread executes in a round, 4 B ("the
+    /// longest possible round of 4B instructions or 2 seconds").
+    pub const MAX_INSTRUCTIONS_PER_ROUND: u64 = 4_000_000_000;
+    /// `MAX_INSTRUCTIONS_PER_SLICE`: a longer message pauses after each 2 B and resumes in the
+    /// next round (deterministic time slicing).
+    pub const MAX_INSTRUCTIONS_PER_SLICE: u64 = 2_000_000_000;
+    /// `NUMBER_OF_EXECUTION_THREADS` (`scheduler_cores`): canisters executed in parallel, each
+    /// on one thread for the round.
+    pub const SCHEDULER_CORES: u64 = 4;
+}
+
 /// What a message pays, in instructions, for the memory it touches, under each replica the
 /// suite prices against (docs/sources.md, "The memory tracker", has the reading in full; the
 /// offline runner's `replica` module applies these).

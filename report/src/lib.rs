@@ -3,7 +3,7 @@
 //! Every page of stablebench that shows a measured figure, generated from the committed results
 //! and nothing else: the pragma guide's `docs/results.md` with its heatmap and the README's tables
 //! (this module), the results keyed by the grid's cells ([`results`]), the key-value report
-//! ([`kv`]), sysrepo ([`sysrepo`]), Chia ([`chia`]), scaling ([`scaling`]), mainnet's pricing
+//! ([`kv`]), sysrepo ([`sysrepo`]), Chia ([`chia`]), scaling ([`scaling`]), sharding and where one canister runs out ([`sharding`]), mainnet's pricing
 //! ([`mainnet`]), ic-sqlite-vfs against ic-rusqlite ([`vfs`]), their charts ([`chart`]) and the
 //! results site ([`site`]). `report/tests/readme.rs` regenerates them all.
 //!
@@ -17,6 +17,7 @@ pub mod kv;
 pub mod mainnet;
 pub mod results;
 pub mod scaling;
+pub mod sharding;
 pub mod site;
 pub mod sysrepo;
 pub mod vfs;
@@ -102,13 +103,14 @@ pub fn fragment<'a>(doc: &'a str, name: &str) -> Result<&'a str, String> {
 
 /// The documents, relative to the repository's root, that hold generated fragments between
 /// markers (the README and the `docs/` pages it links to for details).
-pub const MARKED_DOCS: [&str; 6] = [
+pub const MARKED_DOCS: [&str; 7] = [
     "README.md",
     "docs/grid.md",
     "docs/pragma-guide.md",
     "docs/storage.md",
     "docs/use-in-your-canister.md",
     "docs/per-call.md",
+    "docs/sharding.md",
 ];
 
 /// The one document of `docs` (name, text) that holds `name`'s markers; an error if none or

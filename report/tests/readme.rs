@@ -1,9 +1,9 @@
 //! The generated tables of the README and of the docs pages it links to (`report::MARKED_DOCS`:
 //! pragma, benchmark, results, DbWeight, NodeStore, ... tables), docs/results.{md,svg}
 //! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
-//! docs/chia.{md,svg}, docs/scaling.{md,svg} and docs/mainnet.md are generated from
-//! what they describe (the code, canbench_results.yml, mainnet_results.yml and
-//! chia_pages_results.yml), and the
+//! docs/chia.{md,svg}, docs/scaling.{md,svg}, docs/mainnet.md and docs/sharding.md's tables are
+//! generated from what they describe (the code, canbench_results.yml, mainnet_results.yml,
+//! chia_pages_results.yml, sharded_results.yml, per_call_results.yml and storage_results.yml), and the
 //! README's opening code is the example canister's (examples/sqlite);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
@@ -13,7 +13,7 @@ use stablebench::pragma::DEFAULT;
 use stablebench_grid::cells::{Backend, Cell, Op, Workload, DB_WEIGHT_SIZE};
 use stablebench_report::mainnet::Topic;
 use stablebench_report::results::Results;
-use stablebench_report::{self as report, chia, kv, mainnet, scaling, site, sysrepo, vfs};
+use stablebench_report::{self as report, chia, kv, mainnet, scaling, sharding, site, sysrepo, vfs};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
@@ -54,6 +54,15 @@ const SCALING_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.m
 const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.svg");
 const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/site");
 const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chia_pages_results.yml");
+const SHARDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.yml");
+const PER_CALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
+const STORAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../storage_results.yml");
+
+/// A committed YAML results file other than canbench's, parsed.
+fn yaml<T: serde::de::DeserializeOwned>(path: &str) -> T {
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
 
 /// The results keyed by the grid's cells; a name that is no cell fails the test, listing it.
 fn results() -> Results {
@@ -145,6 +154,14 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let chia = chia::generate(&ic, &chia_pages, command, &date);
     let vfs = vfs::generate(&ic, command, &date);
     let scaling = scaling::generate(&ic, command, &date);
+    let (sharded, per_call, storage): (sharding::Sharded, sharding::PerCall, sharding::Storage) =
+        (yaml(SHARDED), yaml(PER_CALL), yaml(STORAGE));
+    let one_canister = sharding::one_canister(&sharding::Inputs {
+        mainnet: &ic,
+        per_call: &per_call,
+        storage: &storage,
+        sharded: &sharded,
+    });
     assert_eq!(
         ic.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
         results.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
@@ -197,10 +214,13 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         ("scaling-table", scaling.readme.clone()),
         ("example-open", example_open()),
         ("mainnet-summary", mainnet.readme.clone()),
+        ("sharded-costs", sharding::cost_tables(&sharded)),
+        ("one-canister", one_canister),
     ];
     for (name, body) in &fragments {
         report::splice_in(&mut want, name, body).unwrap_or_else(|e| panic!("{e}"));
     }
+    let sharding_md = want.iter().find(|(d, _)| d == "docs/sharding.md").map(|(_, t)| t.clone()).expect("sharding.md");
     let docs = [
         site::Doc {
             page: "mainnet.html",
@@ -264,6 +284,14 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             summary: "SQLite two ways: ic-rusqlite against ic-sqlite-vfs",
             markdown: &vfs_md,
             cells: vfs_page,
+        },
+        site::Doc {
+            page: "sharding.html",
+            source: "sharding.md",
+            title: "Sharding",
+            summary: "a key-value set split across a router and 1 to 16 shards, what each call costs, and where one canister runs out (its benchmarks: the scaling curves it reads)",
+            markdown: &sharding_md,
+            cells: scaling_page,
         },
     ];
     let site_files = site::generate(

@@ -123,8 +123,7 @@ pub mod memory_tracker {
     pub const WRITE_FEE: u64 = stablebench_grid::ic::page_fees::WRITE;
 }
 
-/// Largest stable memory: 500 GiB (`max_stable_memory_size`, ic:`rs/config/src/embedders.rs`).
-pub const MAX_STABLE_BYTES: u64 = 500 * (1 << 30);
+pub use stablebench_grid::ic::MAX_STABLE_BYTES;
 
 /// Stable-memory page budgets per execution, in 4 KiB pages (dirty, accessed):
 /// `STABLE_MEMORY_DIRTY_PAGE_LIMIT` / `STABLE_MEMORY_ACCESSED_PAGE_LIMIT` in
@@ -160,21 +159,7 @@ pub mod log {
     }
 }
 
-/// The scheduler's limits on application subnets that decide how many rounds a message takes
-/// (read 2026-11-28 in ic:`rs/config/src/subnet_config.rs` at commit
-/// d9202bc7f6d16b2777d4e092ee1b7ad5899aae2b, `SchedulerConfig::application_subnet`, and
-/// ic:`rs/config/src/execution_environment.rs`); `crate::network` applies them.
-pub mod scheduler {
-    /// `MAX_INSTRUCTIONS_PER_ROUND`: what one scheduler thread executes in a round, 4 B ("the
-    /// longest possible round of 4B instructions or 2 seconds").
-    pub const MAX_INSTRUCTIONS_PER_ROUND: u64 = 4_000_000_000;
-    /// `MAX_INSTRUCTIONS_PER_SLICE`: a longer message pauses after each 2 B and resumes in the
-    /// next round (deterministic time slicing).
-    pub const MAX_INSTRUCTIONS_PER_SLICE: u64 = 2_000_000_000;
-    /// `NUMBER_OF_EXECUTION_THREADS` (`scheduler_cores`): canisters executed in parallel, each
-    /// on one thread for the round.
-    pub const SCHEDULER_CORES: u64 = 4;
-}
+pub use stablebench_grid::ic::scheduler;
 
 /// Reject codes a callback sees (`ic0.msg_reject_code`; the interface specification, "Reject
 /// codes").

@@ -10,7 +10,7 @@ use candid::Principal;
 use serde::de::DeserializeOwned;
 use serde_bytes::ByteBuf;
 use sha2::{Digest, Sha256};
-use stablebench_grid::grouped;
+use stablebench_report::sharding::{Cost, Operation, Sharded, SHARDED_HEADER};
 use stablebench_runner::canister::{default_controller, Code, Options};
 use stablebench_runner::instrument::Metering;
 use stablebench_runner::network::{Event, Network, SubnetId, Traced};
@@ -255,38 +255,33 @@ fn routing_costs_one_hop() {
     }
 }
 
-/// One operation measured on a set, by its ingress message.
-struct Cost {
-    cycles: u128,
-    instructions: u64,
-    executions: u64,
-    bytes: u64,
-    rounds: u64,
-}
-
-impl Cost {
-    fn of(t: &Traced) -> Cost {
-        Cost {
-            cycles: t.cycles(),
-            instructions: t.instructions(),
-            executions: t.canisters.values().map(|u| u.executions).sum(),
-            bytes: t.bytes_moved(),
-            rounds: t.reply_round,
-        }
+/// What an operation's ingress message cost on `set`, its rounds on one subnet (`rounds_across`
+/// is filled in from the set with the shards on another subnet).
+fn cost_of(set: &Set, t: &Traced) -> Cost {
+    Cost {
+        cycles: u64::try_from(t.cycles()).expect("cycles fit u64"),
+        instructions: t.instructions(),
+        router_instructions: t.usage(set.router).instructions,
+        shard_instructions: set.shards.iter().map(|&s| t.usage(s).instructions).max().unwrap_or(0),
+        executions: t.canisters.values().map(|u| u.executions).sum(),
+        bytes: t.bytes_moved(),
+        rounds: t.reply_round,
+        rounds_across: 0,
     }
 }
 
-/// The operations of `docs/sharding.md`'s tables, each on a set of `n` shards holding `KEYS`
-/// entries (loaded in batches of 400), the shards on the router's subnet or on another one.
-const OPERATIONS: [&str; 8] = [
-    "`get` through the router",
-    "`shard_get` on the key's shard (the client routes)",
-    "`put` through the router (a key that exists)",
-    "`shard_put` on the key's shard (the client routes)",
-    "`put_batch`, 100 new entries",
-    "`len` (every shard)",
-    "`top(10)` (every shard)",
-    "`scan(null, 100)`, the first page (every shard)",
+/// The operations of `docs/sharding.md`'s tables (name, title), each on a set of `n` shards
+/// holding `KEYS` entries (loaded in batches of 400), the shards on the router's subnet or on
+/// another one.
+const OPERATIONS: [(&str, &str); 8] = [
+    ("get", "`get` through the router"),
+    ("shard_get", "`shard_get` on the key's shard (the client routes)"),
+    ("put", "`put` through the router (a key that exists)"),
+    ("shard_put", "`shard_put` on the key's shard (the client routes)"),
+    ("put_batch", "`put_batch`, 100 new entries"),
+    ("len", "`len` (every shard)"),
+    ("top", "`top(10)` (every shard)"),
+    ("scan", "`scan(null, 100)`, the first page (every shard)"),
 ];
 const KEYS: u32 = 1_600;
 const SHARDS: [u64; 5] = [1, 2, 4, 8, 16];
@@ -304,7 +299,7 @@ fn measure(n: u64, across: bool) -> Vec<Cost> {
     let mut run = |set: &mut Set, to, method: &str, arg: Vec<u8>| {
         let t = set.net.update(to, method, &arg, default_controller());
         assert!(t.result.is_ok(), "{method}: {:?}", t.result);
-        costs.push(Cost::of(&t));
+        costs.push(cost_of(set, &t));
     };
     run(&mut set, router, "get", candid::encode_one(key(5)).unwrap());
     run(&mut set, shard, "shard_get", candid::encode_one(key(5)).unwrap());
@@ -317,68 +312,54 @@ fn measure(n: u64, across: bool) -> Vec<Cost> {
     costs
 }
 
-/// `docs/sharding.md`'s cost tables, measured: what each operation costs against the number of
-/// shards (cycles charged to every canister, call and byte fees included, on 13-node subnets),
-/// the messages and bytes it takes at 16 shards, and the round its reply comes in with the shards
-/// on another subnet. Written with `STABLEBENCH_REGENERATE_SHARDED=1`, else compared exactly.
+/// `sharded_results.yml`, from which `scripts/report.sh` writes docs/sharding.md's cost tables
+/// and where one canister runs out: what each operation costs against the number of shards
+/// (cycles charged to every canister, call and byte fees included, on 13-node subnets; the
+/// instructions of every canister, the router's and the busiest shard's), the messages and bytes
+/// it takes, and the round its reply comes in, on one subnet and with the shards on another.
+/// Written with `STABLEBENCH_REGENERATE_SHARDED=1`, else compared exactly.
 #[test]
 fn what_each_operation_costs_against_the_number_of_shards() {
     let same: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, false)).collect();
     let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
-    let header = |what: &str| {
-        let cols: Vec<String> = SHARDS.iter().map(|n| format!("{n} shard{}", if *n == 1 { "" } else { "s" })).collect();
-        format!("| {what} | {} |\n|---|{}\n", cols.join(" | "), "---:|".repeat(SHARDS.len()))
-    };
-    let mut cycles = header("cycles per call (all canisters)");
-    let mut rounds = header("round of the reply, shards on another subnet");
-    for (i, op) in OPERATIONS.iter().enumerate() {
-        let row: Vec<String> = same.iter().map(|c| stablebench_report::human(c[i].cycles as u64)).collect();
-        cycles.push_str(&format!("| {op} | {} |\n", row.join(" | ")));
-        let row: Vec<String> = across.iter().map(|c| c[i].rounds.to_string()).collect();
-        rounds.push_str(&format!("| {op} | {} |\n", row.join(" | ")));
-        // On one subnet everything replies in the ingress message's round.
-        assert!(same.iter().all(|c| c[i].rounds == 1), "{op}");
-    }
-    let last = same.last().expect("16 shards");
-    let mut messages = String::from(
-        "| at 16 shards, one subnet | executions | instructions (all canisters) | bytes between canisters |\n|---|---:|---:|---:|\n",
-    );
-    for (op, c) in OPERATIONS.iter().zip(last) {
-        messages.push_str(&format!(
-            "| {op} | {} | {} | {} |\n",
-            c.executions,
-            grouped(c.instructions),
-            grouped(c.bytes)
-        ));
-    }
+    let operations = OPERATIONS
+        .iter()
+        .enumerate()
+        .map(|(i, (name, title))| Operation {
+            name: name.to_string(),
+            title: title.to_string(),
+            shards: SHARDS
+                .iter()
+                .enumerate()
+                .map(|(j, &n)| (n, Cost { rounds_across: across[j][i].rounds, ..same[j][i] }))
+                .collect(),
+        })
+        .collect();
+    let measured = Sharded { keys: KEYS.into(), nodes: stablebench_grid::ic::prices::SUBNET_NODES, operations };
     // The shape the tables show: a routed call is the direct one plus the router's two
-    // executions; a fan-out grows with every shard; across subnets a routed call waits 4 rounds.
+    // executions; a fan-out grows with every shard; on one subnet everything replies in the
+    // ingress message's round, across subnets a routed call waits 4 rounds more.
     for c in &same {
         assert_eq!((c[0].executions, c[1].executions), (3, 1));
         assert!(c[0].cycles > c[1].cycles);
+        assert_eq!((c[1].router_instructions, c[0].shard_instructions > 0), (0, true));
+        assert!(c.iter().all(|c| c.rounds == 1));
     }
     assert!(same.windows(2).all(|w| w[1][5].cycles > w[0][5].cycles), "len grows with the shards");
     assert!(across.iter().all(|c| c[0].rounds == 5 && c[1].rounds == 1));
-    let body = format!("{cycles}\n{messages}\n{rounds}");
-    println!("{body}");
-    doc_fragment("sharded-costs", &body);
-}
-
-/// `body`, docs/sharding.md's fragment between `<!-- name:begin -->` and `<!-- name:end -->`:
-/// written with `STABLEBENCH_REGENERATE_SHARDED=1`, else compared exactly (the runner is
-/// deterministic).
-fn doc_fragment(name: &str, body: &str) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/sharding.md");
-    let doc = std::fs::read_to_string(path).unwrap();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.yml");
+    let text = format!("{}{}", SHARDED_HEADER, serde_yaml::to_string(&measured).unwrap());
+    println!("{}", stablebench_report::sharding::cost_tables(&measured));
     if std::env::var_os("STABLEBENCH_REGENERATE_SHARDED").is_some() {
-        std::fs::write(path, stablebench_report::splice(&doc, name, body).unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
         return;
     }
-    let have = stablebench_report::fragment(&doc, name).unwrap_or_else(|e| panic!("docs/sharding.md: {e}"));
-    assert_eq!(
-        have, body,
-        "docs/sharding.md's {name} differs from what was measured: regenerate with \
-         STABLEBENCH_REGENERATE_SHARDED=1 cargo test --release -p stablebench-runner --test sharded"
+    let committed: Sharded = serde_yaml::from_str(&std::fs::read_to_string(path).expect("sharded_results.yml"))
+        .expect("sharded_results.yml parses");
+    assert!(
+        committed == measured,
+        "sharded_results.yml differs from what was measured: regenerate with \
+         STABLEBENCH_REGENERATE_SHARDED=1 cargo test --release -p stablebench-runner --test sharded, then scripts/report.sh"
     );
 }
 
