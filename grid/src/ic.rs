@@ -41,6 +41,19 @@ pub const MAX_INTER_CANISTER_PAYLOAD_BYTES: u64 = 2 << 20;
 /// Largest stable memory: 500 GiB (`max_stable_memory_size`, ic:`rs/config/src/embedders.rs`).
 pub const MAX_STABLE_BYTES: u64 = 500 * (1 << 30);
 
+/// The most a canister's stable memory holds through one ic-stable-structures `MemoryManager`
+/// (as this project's canisters and ic-rusqlite use it): 32,768 buckets of 128 Wasm pages, 256
+/// GiB (ic-stable-structures 0.7, `src/memory_manager.rs`, `MAX_NUM_BUCKETS` and
+/// `BUCKET_SIZE_IN_PAGES`; read 2026-11-28), under the IC's [`MAX_STABLE_BYTES`].
+pub const MEMORY_MANAGER_MAX_BYTES: u64 = 32_768 * 128 * WASM_PAGE_BYTES;
+
+/// Ingress messages one block of a subnet takes at most: the subnet record's
+/// `max_ingress_messages_per_block`, a registry setting: 1,000 for an application subnet in
+/// dfinity/sns-testing's `change_subnet_params.sh` ("Set max-ingress-messages-per-block to 1000
+/// for APP subnet") and in dfinity/ic's test subnet records (read 2026-11-28). Mainnet's value is
+/// each subnet's registry record's, not read here.
+pub const INGRESS_MESSAGES_PER_BLOCK: u64 = 1_000;
+
 /// The scheduler's limits on application subnets that decide how many rounds a message takes
 /// (read 2026-11-28 in ic:`rs/config/src/subnet_config.rs` at commit
 /// d9202bc7f6d16b2777d4e092ee1b7ad5899aae2b, `SchedulerConfig::application_subnet`, and

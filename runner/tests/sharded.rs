@@ -14,7 +14,8 @@ use stablebench_report::sharding::{Cost, Operation, Sharded, SHARDED_HEADER};
 use stablebench_runner::canister::{default_controller, Code, Options};
 use stablebench_runner::instrument::Metering;
 use stablebench_runner::network::{Event, Network, SubnetId, Traced};
-use stablebench_sharded::{shard_of, Entry, Error, Page, Role};
+use stablebench_runner::replica::CostModel;
+use stablebench_sharded::{shard_of, Entry, Error, Page, Role, Stage};
 
 /// `target/canister/stablebench_sharded.wasm` (scripts/build.sh sharded), loaded once.
 fn code() -> Arc<Code> {
@@ -40,9 +41,11 @@ struct Set {
     shards: Vec<Principal>,
 }
 
+/// Every canister is priced as mainnet prices it (the runner's `ic` cost model: the memory
+/// tracker's fees per page a message touches).
 fn deploy(n: u64, subnets: u32, subnet_of: impl Fn(u64) -> SubnetId) -> Set {
     let mut net = Network::new(subnets);
-    let opts = |i| Options { canister_id: id(i), ..Options::default() };
+    let opts = |i| Options { canister_id: id(i), cost_model: CostModel::Ic, ..Options::default() };
     let router = net.install(code(), &candid::encode_one(Role::Router).unwrap(), opts(1000), 0).unwrap();
     let shards: Vec<Principal> = (0..n)
         .map(|i| {
@@ -273,7 +276,7 @@ fn cost_of(set: &Set, t: &Traced) -> Cost {
 /// The operations of `docs/sharding.md`'s tables (name, title), each on a set of `n` shards
 /// holding `KEYS` entries (loaded in batches of 400), the shards on the router's subnet or on
 /// another one.
-const OPERATIONS: [(&str, &str); 8] = [
+const OPERATIONS: [(&str, &str); 9] = [
     ("get", "`get` through the router"),
     ("shard_get", "`shard_get` on the key's shard (the client routes)"),
     ("put", "`put` through the router (a key that exists)"),
@@ -282,6 +285,7 @@ const OPERATIONS: [(&str, &str); 8] = [
     ("len", "`len` (every shard)"),
     ("top", "`top(10)` (every shard)"),
     ("scan", "`scan(null, 100)`, the first page (every shard)"),
+    ("move_entry", "`move_entry` to a new key on another shard (hold, place, finish)"),
 ];
 const KEYS: u32 = 1_600;
 const SHARDS: [u64; 5] = [1, 2, 4, 8, 16];
@@ -309,6 +313,9 @@ fn measure(n: u64, across: bool) -> Vec<Cost> {
     run(&mut set, router, "len", candid::encode_args(()).unwrap());
     run(&mut set, router, "top", candid::encode_one(10u32).unwrap());
     run(&mut set, router, "scan", candid::encode_args((None::<ByteBuf>, 100u32)).unwrap());
+    // With one shard the new key is on the same one.
+    let to = (10_000..).find(|&t| n == 1 || shard_of(&key(t), n as u32) != shard_of(&key(5), n as u32)).unwrap();
+    run(&mut set, router, "move_entry", candid::encode_args((key(5), key(to))).unwrap());
     costs
 }
 
@@ -347,6 +354,9 @@ fn what_each_operation_costs_against_the_number_of_shards() {
     }
     assert!(same.windows(2).all(|w| w[1][5].cycles > w[0][5].cycles), "len grows with the shards");
     assert!(across.iter().all(|c| c[0].rounds == 5 && c[1].rounds == 1));
+    // A move is three round trips one after the other: nine executions, and across subnets its
+    // reply comes in round 13 (four rounds per round trip after the first).
+    assert!(same.iter().all(|c| c[8].executions == 9) && across.iter().all(|c| c[8].rounds == 13));
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.yml");
     let text = format!("{}{}", SHARDED_HEADER, serde_yaml::to_string(&measured).unwrap());
     println!("{}", stablebench_report::sharding::cost_tables(&measured));
@@ -461,4 +471,136 @@ fn pages_of_large_values_stay_under_the_reply_limit_and_skip_nothing() {
     assert!(!top.complete && !top.entries.is_empty());
     let expected: Vec<&[u8]> = model.keys().rev().take(top.entries.len()).map(Vec::as_slice).collect();
     assert_eq!(top.entries.iter().map(|(k, _)| k.as_slice()).collect::<Vec<_>>(), expected);
+}
+
+/// Two keys of `range` on different shards of a set of `n` (the first such pair).
+fn across(n: u32, range: std::ops::Range<u32>) -> (u32, u32) {
+    let first = range.start;
+    let other = range.clone().find(|&i| shard_of(&key(i), n) != shard_of(&key(first), n)).expect("another shard");
+    (first, other)
+}
+
+/// `from`'s entry moved to `to` in the model.
+fn moved(model: &mut BTreeMap<Vec<u8>, ByteBuf>, from: u32, to: u32) {
+    let v = model.remove(&key(from).into_vec()).expect("the model holds the source");
+    model.insert(key(to).into_vec(), v);
+}
+
+/// Moves within a shard and across shards: each lands once, and refusals (a destination that
+/// exists, a source that does not, a stranger, the same key twice) change nothing.
+#[test]
+fn entries_move_between_shards_and_refused_moves_change_nothing() {
+    let mut set = deploy(4, 1, |_| 0);
+    let _: (Result<u64, Error>, _) = set.call(set.router, "put_batch", &(entries(0..40),));
+    let mut model: BTreeMap<Vec<u8>, ByteBuf> = (0..40).map(|i| (key(i).into_vec(), value(i))).collect();
+    let (mut within, mut between) = (0, 0);
+    for i in 0..20u32 {
+        let to = 1000 + i;
+        let ok: Result<(), Error> = set.call(set.router, "move_entry", &(key(i), key(to))).0;
+        assert_eq!(ok, Ok(()), "move {i}");
+        moved(&mut model, i, to);
+        if shard_of(&key(i), 4) == shard_of(&key(to), 4) {
+            within += 1;
+        } else {
+            between += 1;
+        }
+    }
+    assert!(within > 0 && between > 0, "{within} within a shard, {between} across");
+    type Expected = fn(&Error) -> bool;
+    let refused: [(ByteBuf, ByteBuf, Expected); 3] = [
+        (key(30), key(31), |e| matches!(e, Error::KeyExists { .. })),
+        (key(5), key(5000), |e| matches!(e, Error::NotFound { .. })),
+        (key(30), key(30), |e| matches!(e, Error::InvalidArgument { .. })),
+    ];
+    for (from, to, expected) in refused {
+        let r: Result<(), Error> = set.call(set.router, "move_entry", &(from, to)).0;
+        assert!(r.as_ref().is_err_and(expected), "{r:?}");
+    }
+    let stranger = Principal::from_slice(&[9; 29]);
+    let r: Result<(), Error> = set.call_as(stranger, set.router, "move_entry", &(key(30), key(6000))).0;
+    assert_eq!(r, Err(Error::NotAuthorized { caller: stranger }));
+    let pending: Vec<stablebench_sharded::Move> = set.query(set.router, "moves", &());
+    assert!(pending.is_empty(), "{pending:?}");
+    check_model(&mut set, &model);
+}
+
+/// A set whose shards sit on another subnet than the router, loaded with 40 entries, and a
+/// move between two of its shards: the router sends the hold in round 1, it reaches the source
+/// in round 3 and its answer the router in round 5; the place reaches the destination in round
+/// 7, its answer the router in 9; the finishes reach both shards in round 11.
+fn moving_set() -> (Set, BTreeMap<Vec<u8>, ByteBuf>, u32, u32, Principal, Principal) {
+    let mut set = deploy(4, 2, |_| 1);
+    let _: (Result<u64, Error>, _) = set.call(set.router, "put_batch", &(entries(0..40),));
+    let model: BTreeMap<Vec<u8>, ByteBuf> = (0..40).map(|i| (key(i).into_vec(), value(i))).collect();
+    let (from, to) = across(4, 0..40);
+    let to = (1000..).find(|&t| shard_of(&key(t), 4) == shard_of(&key(to), 4)).unwrap();
+    let (src, dst) = (set.shards[shard_of(&key(from), 4) as usize], set.shards[shard_of(&key(to), 4) as usize]);
+    (set, model, from, to, src, dst)
+}
+
+/// The destination traps at the place: the move is undone (the source keeps the entry and
+/// takes writes again), the error names the destination, and nothing is left to recover.
+#[test]
+fn a_destination_that_traps_mid_move_undoes_it() {
+    let (mut set, model, from, to, _, dst) = moving_set();
+    set.net.schedule(6, Event::Trap(dst));
+    let (r, t): (Result<(), Error>, _) = set.call(set.router, "move_entry", &(key(from), key(to)));
+    assert!(matches!(&r, Err(Error::ShardFailed { shard, code: 5, .. }) if *shard == dst), "{r:?}");
+    assert!(t.log.iter().any(|l| l.canister == dst && l.what == "shard_place" && l.trap.is_some()), "{:?}", t.log);
+    let pending: Vec<stablebench_sharded::Move> = set.query(set.router, "moves", &());
+    assert!(pending.is_empty(), "{pending:?}");
+    let put: Result<Option<ByteBuf>, Error> = set.call(set.router, "put", &(key(from), value(from))).0;
+    assert_eq!(put, Ok(Some(value(from))), "the source takes writes again");
+    check_model(&mut set, &model);
+}
+
+/// The source traps at the commit: the move is decided but unfinished (`MoveUnfinished`,
+/// `Committing`), its key refuses writes meanwhile, and `recover` finishes it: the entry is
+/// under the new key only.
+#[test]
+fn a_source_that_traps_at_the_commit_is_finished_by_recover() {
+    let (mut set, mut model, from, to, src, _) = moving_set();
+    set.net.schedule(10, Event::Trap(src));
+    let r: Result<(), Error> = set.call(set.router, "move_entry", &(key(from), key(to))).0;
+    let Err(Error::MoveUnfinished { stage: Stage::Committing, cause, .. }) = &r else { panic!("{r:?}") };
+    assert!(matches!(**cause, Error::ShardFailed { shard, code: 5, .. } if shard == src), "{cause:?}");
+    let put: Result<Option<ByteBuf>, Error> = set.call(set.router, "put", &(key(from), value(1))).0;
+    assert!(matches!(put, Err(Error::Held { .. })), "the source's key waits for the move: {put:?}");
+    let pending: Vec<stablebench_sharded::Move> = set.query(set.router, "moves", &());
+    assert_eq!(pending.iter().map(|m| m.stage).collect::<Vec<_>>(), [Stage::Committing]);
+    let left: Result<u64, Error> = set.call(set.router, "recover", &()).0;
+    assert_eq!(left, Ok(0));
+    moved(&mut model, from, to);
+    check_model(&mut set, &model);
+}
+
+/// The router itself traps in the callback that has the source's hold: the caller gets a
+/// reject, the log keeps the move at `Holding`, and `recover` drives it on from there (the hold,
+/// sent again, answers the same value): the entry ends under the new key only. Shards upgraded
+/// in the middle of a move keep its holds (they live in stable memory): after the upgrade, and
+/// before `recover`, the source still refuses a write to the held key.
+#[test]
+fn a_router_that_traps_mid_move_and_upgraded_shards_lose_nothing() {
+    let (mut set, mut model, from, to, src, dst) = moving_set();
+    set.net.schedule(4, Event::Trap(set.router));
+    let t = set.net.update(
+        set.router,
+        "move_entry",
+        &candid::encode_args((key(from), key(to))).unwrap(),
+        default_controller(),
+    );
+    assert!(t.result.is_err(), "the router trapped: {:?}", t.result);
+    let pending: Vec<stablebench_sharded::Move> = set.query(set.router, "moves", &());
+    assert_eq!(pending.iter().map(|m| m.stage).collect::<Vec<_>>(), [Stage::Holding]);
+    for shard in [src, dst] {
+        let arg = candid::encode_one(Role::Shard { router: set.router }).unwrap();
+        set.net.schedule(1, Event::Upgrade { canister: shard, code: code(), arg });
+    }
+    let (put, t): (Result<Option<ByteBuf>, Error>, _) = set.call(set.router, "put", &(key(from), value(1)));
+    assert_eq!(t.log.iter().filter(|l| l.what == "upgrade").count(), 2);
+    assert!(matches!(put, Err(Error::Held { .. })), "the hold outlived the upgrade: {put:?}");
+    let left: Result<u64, Error> = set.call(set.router, "recover", &()).0;
+    assert_eq!(left, Ok(0));
+    moved(&mut model, from, to);
+    check_model(&mut set, &model);
 }

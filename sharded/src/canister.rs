@@ -12,7 +12,8 @@ use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell, Storab
 use serde_bytes::ByteBuf;
 
 use crate::{
-    merge_pages, page, shard_of, Entry, Error, Page, Role, MAX_KEY_BYTES, MAX_PAGE, MAX_SHARDS, MAX_VALUE_BYTES,
+    finish, hold, merge_pages, page, place, removes, shard_of, writable, Action, Entry, Error, Move, Page, Role, Stage,
+    Store, MAX_KEY_BYTES, MAX_PAGE, MAX_SHARDS, MAX_VALUE_BYTES,
 };
 
 type Mem = VirtualMemory<DefaultMemoryImpl>;
@@ -21,6 +22,12 @@ type Mem = VirtualMemory<DefaultMemoryImpl>;
 const CONFIG: MemoryId = MemoryId::new(0);
 /// A shard's keys.
 const DATA: MemoryId = MemoryId::new(1);
+/// A shard's keys held by unfinished moves, with the move.
+const HELD: MemoryId = MemoryId::new(2);
+/// The router's log of unfinished moves.
+const MOVES: MemoryId = MemoryId::new(3);
+/// The router's next move id.
+const NEXT_MOVE: MemoryId = MemoryId::new(4);
 
 /// The stable state: the role and the router's shards.
 #[derive(CandidType, Deserialize, Clone, Debug, Default)]
@@ -42,12 +49,57 @@ impl Storable for Config {
     const BOUND: Bound = Bound::Unbounded;
 }
 
+impl Storable for Move {
+    fn to_bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        std::borrow::Cow::Owned(candid::encode_one(self).expect("encode a move"))
+    }
+    fn into_bytes(self) -> Vec<u8> {
+        candid::encode_one(&self).expect("encode a move")
+    }
+    fn from_bytes(bytes: std::borrow::Cow<[u8]>) -> Self {
+        candid::decode_one(&bytes).expect("decode a move")
+    }
+    const BOUND: Bound = Bound::Unbounded;
+}
+
 thread_local! {
     static MEMORY: MemoryManager<DefaultMemoryImpl> = MemoryManager::init(DefaultMemoryImpl::default());
     static CONFIG_CELL: RefCell<StableCell<Config, Mem>> =
         RefCell::new(StableCell::init(MEMORY.with(|m| m.get(CONFIG)), Config::default()));
     static MAP: RefCell<StableBTreeMap<Vec<u8>, Vec<u8>, Mem>> =
         RefCell::new(StableBTreeMap::init(MEMORY.with(|m| m.get(DATA))));
+    static HELD_MAP: RefCell<StableBTreeMap<Vec<u8>, u64, Mem>> =
+        RefCell::new(StableBTreeMap::init(MEMORY.with(|m| m.get(HELD))));
+    static LOG: RefCell<StableBTreeMap<u64, Move, Mem>> =
+        RefCell::new(StableBTreeMap::init(MEMORY.with(|m| m.get(MOVES))));
+    static NEXT: RefCell<StableCell<u64, Mem>> =
+        RefCell::new(StableCell::init(MEMORY.with(|m| m.get(NEXT_MOVE)), 0));
+    /// Moves a driver is working on now (heap: after an upgrade none is).
+    static DRIVING: RefCell<std::collections::BTreeSet<u64>> = const { RefCell::new(std::collections::BTreeSet::new()) };
+}
+
+/// This shard's storage, as the move steps see it.
+struct Shard;
+
+impl Store for Shard {
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+        MAP.with_borrow(|m| m.get(&key.to_vec()))
+    }
+    fn insert(&mut self, key: &[u8], value: Vec<u8>) {
+        MAP.with_borrow_mut(|m| m.insert(key.to_vec(), value));
+    }
+    fn remove(&mut self, key: &[u8]) {
+        MAP.with_borrow_mut(|m| m.remove(&key.to_vec()));
+    }
+    fn holder(&self, key: &[u8]) -> Option<u64> {
+        HELD_MAP.with_borrow(|m| m.get(&key.to_vec()))
+    }
+    fn set_holder(&mut self, key: &[u8], id: Option<u64>) {
+        HELD_MAP.with_borrow_mut(|m| match id {
+            Some(id) => m.insert(key.to_vec(), id),
+            None => m.remove(&key.to_vec()),
+        });
+    }
 }
 
 fn config() -> Config {
@@ -260,6 +312,148 @@ async fn scan(after: Option<ByteBuf>, limit: u32) -> Result<Page, Error> {
     Ok(merge_pages(parts, limit as usize, false))
 }
 
+/// The reject code of a call to a canister that does not exist.
+const DESTINATION_INVALID: u32 = 3;
+
+/// The shards of `key` and of the rest of a move: (source, destination).
+fn move_shards(m: &Move) -> Result<(Principal, Principal), Error> {
+    let shards = shards()?;
+    let n = shards.len() as u32;
+    Ok((shards[shard_of(&m.from, n) as usize], shards[shard_of(&m.to, n) as usize]))
+}
+
+/// Marks move `id` as driven by this call until dropped (also when a trap drops the future: the
+/// call's cleanup runs the drop), so that `recover` leaves it to this call.
+struct Driving(u64);
+
+impl Driving {
+    fn start(id: u64) -> Option<Driving> {
+        DRIVING.with_borrow_mut(|d| d.insert(id)).then_some(Driving(id))
+    }
+}
+
+impl Drop for Driving {
+    fn drop(&mut self) {
+        DRIVING.with_borrow_mut(|d| d.remove(&self.0));
+    }
+}
+
+/// Drives move `id` from its logged stage until it is over or a finish fails, recording each
+/// stage before the calls it makes. Returns the last stage and the first error on the way.
+async fn drive(id: u64) -> (Stage, Option<Error>) {
+    let Some(_driving) = Driving::start(id) else {
+        let stage = LOG.with_borrow(|l| l.get(&id)).map_or(Stage::Done, |m| m.stage);
+        return (stage, Some(Error::InvalidArgument { message: format!("move {id} is being driven by another call") }));
+    };
+    let mut value: Option<ByteBuf> = None;
+    let mut cause: Option<Error> = None;
+    loop {
+        let Some(m) = LOG.with_borrow(|l| l.get(&id)) else {
+            return (Stage::Aborted, Some(Error::InvalidArgument { message: format!("no move {id} in the log") }));
+        };
+        let (src, dst) = match move_shards(&m) {
+            Ok(s) => s,
+            Err(e) => return (m.stage, Some(e)),
+        };
+        let id_arg = m.id;
+        let outcome: Result<(), Error> = match m.stage.action() {
+            Action::Hold => ask::<_, ByteBuf>(src, "shard_hold", &(m.from.clone(), id_arg)).await.map(|v| {
+                value = Some(v);
+            }),
+            Action::Place => {
+                let v = match value.take() {
+                    Some(v) => Ok(v),
+                    None => ask::<_, ByteBuf>(src, "shard_hold", &(m.from.clone(), id_arg)).await,
+                };
+                match v {
+                    Ok(v) => ask::<_, ()>(dst, "shard_place", &(m.to.clone(), v, id_arg)).await,
+                    Err(e) => Err(e),
+                }
+            }
+            Action::Finish { commit } => {
+                let (a, b) = futures::future::join(
+                    ask::<_, ()>(src, "shard_finish", &(m.from.clone(), id_arg, removes(true, commit))),
+                    ask::<_, ()>(dst, "shard_finish", &(m.to.clone(), id_arg, removes(false, commit))),
+                )
+                .await;
+                // A shard that no longer exists holds nothing to finish: done on its side.
+                let gone = |r: Result<(), Error>| match r {
+                    Err(Error::ShardFailed { code: DESTINATION_INVALID, .. }) => Ok(()),
+                    other => other,
+                };
+                gone(a).and(gone(b))
+            }
+            Action::Nothing => {
+                LOG.with_borrow_mut(|l| l.remove(&id));
+                return (m.stage, cause);
+            }
+        };
+        let next = m.stage.after(outcome.is_ok());
+        if let Err(e) = outcome {
+            if next == m.stage {
+                // The first failure says why the move stopped where it did.
+                return (m.stage, cause.or(Some(e)));
+            }
+            cause.get_or_insert(e);
+        }
+        LOG.with_borrow_mut(|l| l.insert(id, Move { stage: next, ..m }));
+    }
+}
+
+/// Moves the value under `from` to the new key `to`, which may live on another shard (the
+/// protocol: `sharded/src/lib.rs`, "Moving an entry between shards"). Controllers only. Refused
+/// if `from` holds nothing, `to` holds something, or a move holds either; then nothing changes.
+/// If a shard fails during the move, it is undone (or, once decided, finished) and the error
+/// says which; `MoveUnfinished` means a failure stopped it half-way, to be finished by `recover`.
+/// Sent again, a move is a new one (refused: its source is gone, or held).
+#[ic_cdk::update]
+async fn move_entry(from: ByteBuf, to: ByteBuf) -> Result<(), Error> {
+    controller_only()?;
+    check_entry(&from, &[])?;
+    check_entry(&to, &[])?;
+    if from == to {
+        return Err(Error::InvalidArgument { message: "a move needs two different keys".into() });
+    }
+    shards()?;
+    let id = NEXT.with_borrow_mut(|n| {
+        let id = *n.get();
+        n.set(id + 1);
+        id
+    });
+    LOG.with_borrow_mut(|l| l.insert(id, Move { id, from, to, stage: Stage::Holding }));
+    match drive(id).await {
+        (Stage::Done, _) => Ok(()),
+        (Stage::Aborted, cause) => {
+            Err(cause.unwrap_or_else(|| Error::InvalidArgument { message: format!("move {id} was undone") }))
+        }
+        (stage, cause) => Err(Error::MoveUnfinished {
+            move_id: id,
+            stage,
+            cause: Box::new(cause.unwrap_or_else(|| Error::InvalidArgument { message: "stopped".into() })),
+        }),
+    }
+}
+
+/// Drives every unfinished move no call is driving on from its logged stage (`Committing`
+/// commits, `Aborting` is undone, `Holding` and `Placing` go on and may commit). Controllers
+/// only. Returns how many moves are still unfinished: those a shard still fails, and those
+/// another call is driving.
+#[ic_cdk::update]
+async fn recover() -> Result<u64, Error> {
+    controller_only()?;
+    shards()?;
+    let ids: Vec<u64> = LOG.with_borrow(|l| l.keys().collect());
+    let idle: Vec<u64> = ids.into_iter().filter(|id| DRIVING.with_borrow(|d| !d.contains(id))).collect();
+    join_all(idle.into_iter().map(drive)).await;
+    Ok(LOG.with_borrow(|l| l.len()))
+}
+
+/// The unfinished moves, in id order.
+#[ic_cdk::query]
+fn moves() -> Vec<Move> {
+    LOG.with_borrow(|l| l.values().collect())
+}
+
 // ---- A shard -------------------------------------------------------------------------------
 
 /// Stores `value` under `key`; returns the value it replaced. Its router or controllers only.
@@ -267,6 +461,7 @@ async fn scan(after: Option<ByteBuf>, limit: u32) -> Result<Page, Error> {
 fn shard_put(key: ByteBuf, value: ByteBuf) -> Result<Option<ByteBuf>, Error> {
     shard_writer()?;
     check_entry(&key, &value)?;
+    writable(&Shard, &key)?;
     Ok(MAP.with_borrow_mut(|m| m.insert(key.into_vec(), value.into_vec())).map(ByteBuf::from))
 }
 
@@ -276,6 +471,7 @@ fn shard_put_batch(entries: Vec<Entry>) -> Result<u64, Error> {
     shard_writer()?;
     for (k, v) in &entries {
         check_entry(k, v)?;
+        writable(&Shard, k)?;
     }
     let n = entries.len() as u64;
     MAP.with_borrow_mut(|m| {
@@ -284,6 +480,32 @@ fn shard_put_batch(entries: Vec<Entry>) -> Result<u64, Error> {
         }
     });
     Ok(n)
+}
+
+/// A move's step 1 on its source: holds `key` for move `id` and answers its value. Its router
+/// or controllers only.
+#[ic_cdk::update]
+fn shard_hold(key: ByteBuf, id: u64) -> Result<ByteBuf, Error> {
+    shard_writer()?;
+    hold(&mut Shard, &key, id).map(ByteBuf::from)
+}
+
+/// A move's step 2 on its destination: stores `value` under the new `key`, held for move `id`.
+/// Its router or controllers only.
+#[ic_cdk::update]
+fn shard_place(key: ByteBuf, value: ByteBuf, id: u64) -> Result<(), Error> {
+    shard_writer()?;
+    check_entry(&key, &value)?;
+    place(&mut Shard, &key, value.into_vec(), id)
+}
+
+/// A move's last step on either shard: releases move `id`'s hold on `key`, removing the entry
+/// if `remove`. Its router or controllers only.
+#[ic_cdk::update]
+fn shard_finish(key: ByteBuf, id: u64, remove: bool) -> Result<(), Error> {
+    shard_writer()?;
+    finish(&mut Shard, &key, id, remove);
+    Ok(())
 }
 
 /// The value under `key`.

@@ -77,6 +77,35 @@ pub enum Error {
         /// The reject message.
         message: String,
     },
+    /// No entry under this key.
+    NotFound {
+        /// The key.
+        key: ByteBuf,
+    },
+    /// A move's destination already holds an entry (a move never overwrites one).
+    KeyExists {
+        /// The key.
+        key: ByteBuf,
+    },
+    /// An unfinished move holds this key: writes to it wait until the move commits or aborts
+    /// (the router's `recover` finishes moves a failure left unfinished).
+    Held {
+        /// The key.
+        key: ByteBuf,
+        /// The move.
+        move_id: u64,
+    },
+    /// A move could not finish: the router keeps it in its log as `stage`, and `recover` drives
+    /// it on from there (a move that reached `Committing` commits, one at `Aborting` is undone,
+    /// and one at `Holding` or `Placing` goes on and may still commit).
+    MoveUnfinished {
+        /// The move.
+        move_id: u64,
+        /// Where it stopped.
+        stage: Stage,
+        /// Why: the failed call's error.
+        cause: Box<Error>,
+    },
 }
 
 /// A key and its value.
@@ -100,6 +129,174 @@ pub fn shard_of(key: &[u8], shards: u32) -> u32 {
         j = ((b + 1) as f64 * ((1u64 << 31) as f64 / ((hash >> 33) + 1) as f64)) as i64;
     }
     b as u32
+}
+
+// ---- Moving an entry between shards ----------------------------------------------------------
+//
+// `move_entry(from, to)` moves the value under key `from` to key `to` (a new key), where the two
+// keys may live on different shards. The router coordinates it in stages, each recorded in its
+// log in stable memory before the calls it makes (an `await` commits the router's state), and
+// every shard step is idempotent, so a step can be sent again after any failure. (This relies on
+// a router's calls to one shard arriving in the order it sent them, as the IC delivers the
+// requests of guaranteed-response calls between two canisters: a stale place that arrived after
+// its move's abort would leave a held copy behind.)
+//
+// 1. **Holding**: the source shard holds `from` for the move (writes to it are refused, reads
+//    still see it) and answers its value.
+// 2. **Placing**: the destination shard stores the value under `to` and holds it; it refuses if
+//    `to` exists or another move holds it.
+// 3. **Committing**: the source removes `from`, the destination keeps `to`; both release their
+//    hold. Once here the move is decided: only finishing it is left.
+//
+// A failure in 1 or 2 turns the move to **Aborting**: the destination removes what it placed
+// (if anything) and the source keeps `from`; both release their hold. A failure while committing
+// or aborting leaves the stage in the log; the router's `recover` sends it again. So an entry is
+// never lost and, once the move is over, held under exactly one key. Between the place and the
+// commit a reader sees the value under both keys (and `len` counts it twice).
+
+/// Where a move is, as the router's log records it.
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Asking the source shard to hold the key.
+    Holding,
+    /// Asking the destination shard to place the value.
+    Placing,
+    /// Decided: removing the source's key, keeping the destination's.
+    Committing,
+    /// Undone: removing the destination's key (if placed), keeping the source's.
+    Aborting,
+    /// Committed and released on both shards.
+    Done,
+    /// Aborted and released on both shards.
+    Aborted,
+}
+
+/// A move in the router's log.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct Move {
+    /// Its id (the router numbers moves from 0).
+    pub id: u64,
+    /// The key it moves from.
+    pub from: ByteBuf,
+    /// The key it moves to.
+    pub to: ByteBuf,
+    /// Where it is.
+    pub stage: Stage,
+}
+
+/// What the router sends in a stage.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// `shard_hold(from, id)` to the source.
+    Hold,
+    /// `shard_place(to, value, id)` to the destination (the value from the hold; after a restart
+    /// the hold is sent again first, which answers the same value).
+    Place,
+    /// `shard_finish(key, id, remove)` to both shards: `commit` says which keeps the entry.
+    Finish {
+        /// Commit (the source removes) or abort (the destination removes).
+        commit: bool,
+    },
+    /// Nothing: the move is over.
+    Nothing,
+}
+
+impl Stage {
+    /// What the router sends in this stage.
+    pub fn action(self) -> Action {
+        match self {
+            Stage::Holding => Action::Hold,
+            Stage::Placing => Action::Place,
+            Stage::Committing => Action::Finish { commit: true },
+            Stage::Aborting => Action::Finish { commit: false },
+            Stage::Done | Stage::Aborted => Action::Nothing,
+        }
+    }
+
+    /// The stage after this one's action succeeded (`ok`) or failed. A failed hold or place
+    /// undoes the move; a failed finish stays where it is, to be sent again.
+    pub fn after(self, ok: bool) -> Stage {
+        match (self, ok) {
+            (Stage::Holding, true) => Stage::Placing,
+            (Stage::Placing, true) => Stage::Committing,
+            (Stage::Holding | Stage::Placing, false) => Stage::Aborting,
+            (Stage::Committing, true) => Stage::Done,
+            (Stage::Aborting, true) => Stage::Aborted,
+            (stage, _) => stage,
+        }
+    }
+
+    /// Whether the move is over.
+    pub fn is_over(self) -> bool {
+        matches!(self, Stage::Done | Stage::Aborted)
+    }
+}
+
+/// A shard's storage as the move steps see it: its entries, and which move holds a key.
+pub trait Store {
+    /// The value under `key`.
+    fn get(&self, key: &[u8]) -> Option<Vec<u8>>;
+    /// Stores `value` under `key`.
+    fn insert(&mut self, key: &[u8], value: Vec<u8>);
+    /// Removes `key`.
+    fn remove(&mut self, key: &[u8]);
+    /// The move holding `key`, if one does.
+    fn holder(&self, key: &[u8]) -> Option<u64>;
+    /// Holds `key` for move `id`, or releases it (`None`).
+    fn set_holder(&mut self, key: &[u8], id: Option<u64>);
+}
+
+/// Whether a write may change `key`: not while a move holds it.
+pub fn writable(store: &impl Store, key: &[u8]) -> Result<(), Error> {
+    match store.holder(key) {
+        Some(move_id) => Err(Error::Held { key: ByteBuf::from(key), move_id }),
+        None => Ok(()),
+    }
+}
+
+/// The source's step 1: holds `key` for move `id` and answers its value. Sent again, it answers
+/// the same.
+pub fn hold(store: &mut impl Store, key: &[u8], id: u64) -> Result<Vec<u8>, Error> {
+    match store.holder(key) {
+        Some(other) if other != id => return Err(Error::Held { key: ByteBuf::from(key), move_id: other }),
+        _ => {}
+    }
+    let value = store.get(key).ok_or_else(|| Error::NotFound { key: ByteBuf::from(key) })?;
+    store.set_holder(key, Some(id));
+    Ok(value)
+}
+
+/// The destination's step 2: stores `value` under the new `key` and holds it for move `id`.
+/// Sent again, it changes nothing.
+pub fn place(store: &mut impl Store, key: &[u8], value: Vec<u8>, id: u64) -> Result<(), Error> {
+    match store.holder(key) {
+        Some(holder) if holder == id => return Ok(()),
+        Some(other) => return Err(Error::Held { key: ByteBuf::from(key), move_id: other }),
+        None => {}
+    }
+    if store.get(key).is_some() {
+        return Err(Error::KeyExists { key: ByteBuf::from(key) });
+    }
+    store.insert(key, value);
+    store.set_holder(key, Some(id));
+    Ok(())
+}
+
+/// Step 3 on either shard: releases move `id`'s hold on `key`, removing the entry if `remove`
+/// (the source when the move commits, the destination when it aborts). A key the move does not
+/// hold is left alone: the step was done before, or (the destination of an abort) never placed.
+pub fn finish(store: &mut impl Store, key: &[u8], id: u64, remove: bool) {
+    if store.holder(key) == Some(id) {
+        if remove {
+            store.remove(key);
+        }
+        store.set_holder(key, None);
+    }
+}
+
+/// Whether the shard on the `source` side removes its key when the move `commit`s or aborts.
+pub fn removes(source: bool, commit: bool) -> bool {
+    source == commit
 }
 
 /// Bytes of keys and values one page holds at most: a shard's and the router's replies stay
@@ -237,5 +434,144 @@ mod tests {
         assert_eq!((p.entries.len(), p.complete), (2, false));
         let p = page((0..5u8).map(|i| (vec![i], vec![i])), 3);
         assert_eq!((p.entries.len(), p.complete), (3, true));
+    }
+
+    /// A shard's storage in memory, for the move steps.
+    #[derive(Default, Clone, Debug, PartialEq)]
+    struct Mem {
+        data: std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+        held: std::collections::BTreeMap<Vec<u8>, u64>,
+    }
+
+    impl Store for Mem {
+        fn get(&self, key: &[u8]) -> Option<Vec<u8>> {
+            self.data.get(key).cloned()
+        }
+        fn insert(&mut self, key: &[u8], value: Vec<u8>) {
+            self.data.insert(key.to_vec(), value);
+        }
+        fn remove(&mut self, key: &[u8]) {
+            self.data.remove(key);
+        }
+        fn holder(&self, key: &[u8]) -> Option<u64> {
+            self.held.get(key).copied()
+        }
+        fn set_holder(&mut self, key: &[u8], id: Option<u64>) {
+            match id {
+                Some(id) => self.held.insert(key.to_vec(), id),
+                None => self.held.remove(key),
+            };
+        }
+    }
+
+    /// The router's driver, as the canister runs it, on two shards in memory: every call may
+    /// fail (`fail()` says so: the call traps, changing nothing), and the router may stop after
+    /// the actions of `steps` stages (it trapped: its log keeps the stage it had reached), with
+    /// the last one's outcome recorded or not (`record_last`: a trap in the callback that had
+    /// the answer). Returns the stage.
+    fn drive(
+        stage: Stage,
+        src: &mut Mem,
+        dst: &mut Mem,
+        (steps, record_last): (usize, bool),
+        fail: &mut dyn FnMut() -> bool,
+    ) -> Stage {
+        let (from, to, id) = (b"from".as_slice(), b"to".as_slice(), 7);
+        let mut stage = stage;
+        let mut value = None;
+        for step in 0..steps {
+            let ok = match stage.action() {
+                Action::Hold => !fail() && hold(src, from, id).map(|v| value = Some(v)).is_ok(),
+                Action::Place => {
+                    let v = match value.take() {
+                        Some(v) => Some(v),
+                        None if !fail() => hold(src, from, id).ok(),
+                        None => None,
+                    };
+                    v.is_some_and(|v| !fail() && place(dst, to, v, id).is_ok())
+                }
+                Action::Finish { commit } => {
+                    // Two calls in flight together: each may fail on its own.
+                    let a = !fail();
+                    if a {
+                        finish(src, from, id, removes(true, commit));
+                    }
+                    let b = !fail();
+                    if b {
+                        finish(dst, to, id, removes(false, commit));
+                    }
+                    a && b
+                }
+                Action::Nothing => return stage,
+            };
+            if step + 1 == steps && !record_last {
+                return stage;
+            }
+            let next = stage.after(ok);
+            if next == stage {
+                return stage;
+            }
+            stage = next;
+        }
+        stage
+    }
+
+    #[test]
+    fn a_move_loses_nothing_whatever_fails_and_recovery_finishes_it() {
+        let value = b"value".to_vec();
+        let mut outcomes = std::collections::BTreeSet::new();
+        // Every pattern of failed calls among the first ten, with the router stopping after
+        // any number of stages; then `recover` drives the move from its logged stage until
+        // it is over.
+        for pattern in 0u32..1 << 10 {
+            for stop in (1..=4).flat_map(|steps| [(steps, true), (steps, false)]) {
+                let mut src = Mem::default();
+                src.insert(b"from", value.clone());
+                let mut dst = Mem::default();
+                let mut call = 0;
+                let mut fail = || {
+                    call += 1;
+                    call <= 10 && pattern & (1 << (call - 1)) != 0
+                };
+                let mut stage = drive(Stage::Holding, &mut src, &mut dst, stop, &mut fail);
+                for _ in 0..3 {
+                    stage = drive(stage, &mut src, &mut dst, (usize::MAX, true), &mut || false);
+                }
+                assert!(stage.is_over(), "pattern {pattern:b}, stopped at {stop:?}: {stage:?}");
+                let (at_from, at_to) = (src.get(b"from"), dst.get(b"to"));
+                match stage {
+                    Stage::Done => assert_eq!((at_from, at_to), (None, Some(value.clone()))),
+                    _ => assert_eq!((at_from, at_to), (Some(value.clone()), None)),
+                }
+                assert!(src.held.is_empty() && dst.held.is_empty(), "pattern {pattern:b}: holds left");
+                outcomes.insert(stage == Stage::Done);
+            }
+        }
+        assert_eq!(outcomes.len(), 2, "some patterns commit, some abort");
+    }
+
+    #[test]
+    fn a_move_never_overwrites_and_held_keys_refuse_writes() {
+        let mut src = Mem::default();
+        src.insert(b"a", b"1".to_vec());
+        src.insert(b"b", b"2".to_vec());
+        // The destination exists: the place is refused and nothing changes.
+        assert_eq!(hold(&mut src, b"a", 1), Ok(b"1".to_vec()));
+        assert_eq!(
+            place(&mut src, b"b", b"1".to_vec(), 1),
+            Err(Error::KeyExists { key: ByteBuf::from(b"b".to_vec()) })
+        );
+        // While held: another move and a write are refused, a read still sees it.
+        assert_eq!(hold(&mut src, b"a", 2), Err(Error::Held { key: ByteBuf::from(b"a".to_vec()), move_id: 1 }));
+        assert_eq!(writable(&src, b"a"), Err(Error::Held { key: ByteBuf::from(b"a".to_vec()), move_id: 1 }));
+        assert_eq!(src.get(b"a"), Some(b"1".to_vec()));
+        // Sent again, a hold answers the same; an abort keeps the source and releases it.
+        assert_eq!(hold(&mut src, b"a", 1), Ok(b"1".to_vec()));
+        finish(&mut src, b"a", 1, removes(true, false));
+        assert_eq!((src.get(b"a"), src.holder(b"a"), writable(&src, b"a")), (Some(b"1".to_vec()), None, Ok(())));
+        // A finish of a move that holds nothing changes nothing.
+        finish(&mut src, b"b", 9, true);
+        assert_eq!(src.get(b"b"), Some(b"2".to_vec()));
+        assert_eq!(hold(&mut src, b"none", 3), Err(Error::NotFound { key: ByteBuf::from(b"none".to_vec()) }));
     }
 }
