@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one build path (dfx.json, canbench.yml, CI and the README call it).
 #
-#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|sharded|all|toy]
+#   scripts/build.sh [production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|sharded|sharded_orders|all|toy]
 #                                                                       (default: production)
 #
 # production -> target/canister/stablebench.wasm: the canister dfx deploys (gzipped by dfx), with the
@@ -21,6 +21,9 @@
 #               example_sqlite and example_maps build one of them (icp.yaml's build steps).
 # sharded    -> target/canister/stablebench_sharded.wasm (sharded/: a router and its shards, one wasm;
 #               wasm32-unknown-unknown), checked against sharded/stablebench_sharded.did.
+# sharded_orders -> target/canister/stablebench_sharded_orders.wasm (sharded-orders/: users/orders
+#               sharded by user, a router and its shards in one wasm, SQLite through ic-rusqlite;
+#               wasm32-wasip1 and wasi2ic), checked against sharded-orders/stablebench_sharded_orders.did.
 # toy        -> target/canister/stablebench_toy.wasm: the ic-sqlite-vfs benchmark canister with the
 #               test-only toy workload's two cells (cargo feature `toy`; runner/tests/toy.rs). Not
 #               part of `all`.
@@ -29,8 +32,8 @@ source "$(dirname "$0")/lib.sh"
 
 variant=${1:-production}
 case "$variant" in
-  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|sharded|all|toy) ;;
-  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps, sharded, all or toy)" ;;
+  production|bench|vfs|vfs_bench|examples|example_sqlite|example_maps|sharded|sharded_orders|all|toy) ;;
+  *) die "unknown variant '$variant' (expected production, bench, vfs, vfs_bench, examples, example_sqlite, example_maps, sharded, sharded_orders, all or toy)" ;;
 esac
 
 # One build at a time: two would race on the tools' installation and on the files of $OUT_DIR
@@ -144,5 +147,11 @@ if [ "$variant" = sharded ] || [ "$variant" = all ]; then
   cargo build --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-sharded
   cp "target/$VFS_WASM_TARGET/canister/stablebench_sharded.wasm" "$OUT_DIR/stablebench_sharded.wasm"
   check_and_embed stablebench_sharded sharded/stablebench_sharded.did
+fi
+if [ "$variant" = sharded_orders ] || [ "$variant" = all ]; then
+  log "building stablebench_sharded_orders.wasm"
+  cargo build --locked --profile canister --target "$WASM_TARGET" -p stablebench-sharded-orders
+  "$WASI2IC" -q "target/$WASM_TARGET/canister/stablebench_sharded_orders.wasm" "$OUT_DIR/stablebench_sharded_orders.wasm"
+  check_and_embed stablebench_sharded_orders sharded-orders/stablebench_sharded_orders.did
 fi
 log "done: $(cd "$OUT_DIR" && ls -1 *.wasm* | tr '\n' ' ')"

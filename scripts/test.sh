@@ -24,6 +24,8 @@ cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-example-maps --
   || die "clippy found warnings in examples/maps ($VFS_WASM_TARGET)"
 cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-sharded -- -D warnings \
   || die "clippy found warnings in the sharded set's canister ($VFS_WASM_TARGET)"
+cargo clippy --locked --target "$WASM_TARGET" -p stablebench-sharded-orders -- -D warnings \
+  || die "clippy found warnings in the sharded users/orders canister ($WASM_TARGET)"
 
 "$ROOT/scripts/build.sh" all
 
@@ -46,7 +48,7 @@ for wasm in stablebench.wasm stablebench_vfs.wasm; do
 done
 WASI2IC=$(ensure_wasi2ic)
 for wasm in stablebench.wasm stablebench_bench.wasm stablebench_vfs.wasm stablebench_vfs_bench.wasm \
-  example_sqlite.wasm example_maps.wasm stablebench_sharded.wasm; do
+  example_sqlite.wasm example_maps.wasm stablebench_sharded.wasm stablebench_sharded_orders.wasm; do
   # After wasi2ic (ic-rusqlite) or as built (ic-sqlite-vfs), every import must be an IC system
   # API (module ic0): no WASI, no JavaScript.
   imports=$("$WASI2IC" -i "$OUT_DIR/$wasm")

@@ -3,7 +3,8 @@
 //! docs/kv.md with its charts (docs/kv_trie.svg, docs/kv_nodestore.svg), docs/sysrepo.{md,svg}
 //! docs/chia.{md,svg}, docs/scaling.{md,svg}, docs/mainnet.md and docs/sharding.md's tables are
 //! generated from what they describe (the code, canbench_results.yml, mainnet_results.yml,
-//! chia_pages_results.yml, sharded_results.yml, per_call_results.yml and storage_results.yml), and the
+//! chia_pages_results.yml, sharded_results.yml, sharded_orders_results.yml, per_call_results.yml and
+//! storage_results.yml), and the
 //! README's opening code is the example canister's (examples/sqlite);
 //! this test fails when they drift apart (the reference README's table did not match what its
 //! library applied). Regenerate with `scripts/report.sh`.
@@ -55,6 +56,7 @@ const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.
 const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/site");
 const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chia_pages_results.yml");
 const SHARDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.yml");
+const SHARDED_ORDERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_orders_results.yml");
 const PER_CALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
 const STORAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../storage_results.yml");
 
@@ -154,13 +156,18 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     let chia = chia::generate(&ic, &chia_pages, command, &date);
     let vfs = vfs::generate(&ic, command, &date);
     let scaling = scaling::generate(&ic, command, &date);
-    let (sharded, per_call, storage): (sharding::Sharded, sharding::PerCall, sharding::Storage) =
-        (yaml(SHARDED), yaml(PER_CALL), yaml(STORAGE));
+    let (sharded, orders, per_call, storage): (
+        sharding::Sharded,
+        sharding::Sharded,
+        sharding::PerCall,
+        sharding::Storage,
+    ) = (yaml(SHARDED), yaml(SHARDED_ORDERS), yaml(PER_CALL), yaml(STORAGE));
     let one_canister = sharding::one_canister(&sharding::Inputs {
         mainnet: &ic,
         per_call: &per_call,
         storage: &storage,
         sharded: &sharded,
+        orders: &orders,
     });
     assert_eq!(
         ic.iter().map(|(c, _)| c.name()).collect::<Vec<_>>(),
@@ -215,6 +222,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         ("example-open", example_open()),
         ("mainnet-summary", mainnet.readme.clone()),
         ("sharded-costs", sharding::cost_tables(&sharded)),
+        ("sharded-orders-costs", sharding::cost_tables(&orders)),
         ("one-canister", one_canister),
     ];
     for (name, body) in &fragments {
@@ -289,7 +297,7 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             page: "sharding.html",
             source: "sharding.md",
             title: "Sharding",
-            summary: "a key-value set split across a router and 1 to 16 shards, what each call costs, and where one canister runs out (its benchmarks: the scaling curves it reads)",
+            summary: "a key-value set and the users/orders set split across a router and 1 to 16 shards, what each call and cross-shard move costs, and where one canister runs out (its benchmarks: the scaling curves it reads)",
             markdown: &sharding_md,
             cells: scaling_page,
         },

@@ -2,19 +2,19 @@
 //! network of canisters, checked against a model (a `BTreeMap` and `shard_of`), with its refusals,
 //! a missing shard, and what routing costs beside calling the shard directly.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use candid::utils::ArgumentEncoder;
 use candid::Principal;
-use serde::de::DeserializeOwned;
+use common::sets::{self, Set};
 use serde_bytes::ByteBuf;
 use sha2::{Digest, Sha256};
-use stablebench_report::sharding::{Cost, Operation, Sharded, SHARDED_HEADER};
+use stablebench_report::sharding::{Cost, SHARDED_HEADER};
 use stablebench_runner::canister::{default_controller, Code, Options};
 use stablebench_runner::instrument::Metering;
-use stablebench_runner::network::{Event, Network, SubnetId, Traced};
-use stablebench_runner::replica::CostModel;
+use stablebench_runner::network::{Event, Network, SubnetId};
 use stablebench_sharded::{shard_of, Entry, Error, Page, Role, Stage};
 
 /// `target/canister/stablebench_sharded.wasm` (scripts/build.sh sharded), loaded once.
@@ -28,74 +28,9 @@ fn code() -> Arc<Code> {
     .clone()
 }
 
-fn id(n: u64) -> Principal {
-    let mut bytes = n.to_be_bytes().to_vec();
-    bytes.extend([1, 1]);
-    Principal::from_slice(&bytes)
-}
-
-/// A router and `n` shards; shard `i` on subnet `subnet_of(i)`, the router on subnet 0.
-struct Set {
-    net: Network,
-    router: Principal,
-    shards: Vec<Principal>,
-}
-
-/// Every canister is priced as mainnet prices it (the runner's `ic` cost model: the memory
-/// tracker's fees per page a message touches).
+/// A router and `n` shards of the key-value set (ids tagged 1).
 fn deploy(n: u64, subnets: u32, subnet_of: impl Fn(u64) -> SubnetId) -> Set {
-    let mut net = Network::new(subnets);
-    let opts = |i| Options { canister_id: id(i), cost_model: CostModel::Ic, ..Options::default() };
-    let router = net.install(code(), &candid::encode_one(Role::Router).unwrap(), opts(1000), 0).unwrap();
-    let shards: Vec<Principal> = (0..n)
-        .map(|i| {
-            let role = candid::encode_one(Role::Shard { router }).unwrap();
-            net.install(code(), &role, opts(i), subnet_of(i)).unwrap()
-        })
-        .collect();
-    let mut set = Set { net, router, shards };
-    let shards = set.shards.clone();
-    let ok: Result<(), Error> = set.call(set.router, "add_shards", &(shards,)).0;
-    assert_eq!(ok, Ok(()));
-    set
-}
-
-impl Set {
-    /// Update `method` on `to` from the controller; its decoded reply and the trace.
-    fn call<A: ArgumentEncoder + Clone, R: DeserializeOwned + candid::CandidType>(
-        &mut self,
-        to: Principal,
-        method: &str,
-        args: &A,
-    ) -> (R, Traced) {
-        self.call_as(default_controller(), to, method, args)
-    }
-
-    fn call_as<A: ArgumentEncoder + Clone, R: DeserializeOwned + candid::CandidType>(
-        &mut self,
-        caller: Principal,
-        to: Principal,
-        method: &str,
-        args: &A,
-    ) -> (R, Traced) {
-        let t = self.net.update(to, method, &candid::encode_args(args.clone()).unwrap(), caller);
-        let bytes = t.result.clone().unwrap_or_else(|e| panic!("{method}: {e}"));
-        (candid::decode_one(&bytes).unwrap_or_else(|e| panic!("{method}: {e}")), t)
-    }
-
-    fn query<A: ArgumentEncoder + Clone, R: DeserializeOwned + candid::CandidType>(
-        &mut self,
-        to: Principal,
-        method: &str,
-        args: &A,
-    ) -> R {
-        let out = self.net.canister(to).unwrap().query(
-            method,
-            &candid::encode_args(args.clone()).unwrap(),
-            default_controller(),
-        );
-        candid::decode_one(&out.result.unwrap()).unwrap()
-    }
+    sets::deploy(code(), 1, n, subnets, subnet_of)
 }
 
 fn key(i: u32) -> ByteBuf {
@@ -178,10 +113,10 @@ fn writes_are_for_the_router_and_controllers_and_bad_input_is_refused() {
     assert!(matches!(again, Err(Error::InvalidArgument { .. })), "{again:?}");
     // A router given the same shard twice would count its keys twice: refused.
     let mut net = Network::new(1);
-    let opts = |i| Options { canister_id: id(i), ..Options::default() };
+    let opts = |i| Options { canister_id: sets::id(i, 1), ..Options::default() };
     net.install(code(), &candid::encode_one(Role::Router).unwrap(), opts(50), 0).unwrap();
-    let twice = candid::encode_one(vec![id(51), id(51)]).unwrap();
-    let t = net.update(id(50), "add_shards", &twice, default_controller());
+    let twice = candid::encode_one(vec![sets::id(51, 1), sets::id(51, 1)]).unwrap();
+    let t = net.update(sets::id(50, 1), "add_shards", &twice, default_controller());
     let twice: Result<(), Error> = candid::decode_one(&t.result.unwrap()).unwrap();
     assert!(matches!(twice, Err(Error::InvalidArgument { .. })), "{twice:?}");
     let wrong: Result<u64, Error> = set.query(set.router, "shard_len", &());
@@ -190,9 +125,9 @@ fn writes_are_for_the_router_and_controllers_and_bad_input_is_refused() {
     assert!(matches!(page, Err(Error::InvalidArgument { .. })), "{page:?}");
     // A router without shards says so.
     let mut net = Network::new(1);
-    let lone = Options { canister_id: id(7), ..Options::default() };
+    let lone = Options { canister_id: sets::id(7, 1), ..Options::default() };
     net.install(code(), &candid::encode_one(Role::Router).unwrap(), lone, 0).unwrap();
-    let t = net.update(id(7), "get", &candid::encode_one(key(1)).unwrap(), default_controller());
+    let t = net.update(sets::id(7, 1), "get", &candid::encode_one(key(1)).unwrap(), default_controller());
     let got: Result<Option<ByteBuf>, Error> = candid::decode_one(&t.result.unwrap()).unwrap();
     assert_eq!(got, Err(Error::NoShards));
 }
@@ -258,21 +193,6 @@ fn routing_costs_one_hop() {
     }
 }
 
-/// What an operation's ingress message cost on `set`, its rounds on one subnet (`rounds_across`
-/// is filled in from the set with the shards on another subnet).
-fn cost_of(set: &Set, t: &Traced) -> Cost {
-    Cost {
-        cycles: u64::try_from(t.cycles()).expect("cycles fit u64"),
-        instructions: t.instructions(),
-        router_instructions: t.usage(set.router).instructions,
-        shard_instructions: set.shards.iter().map(|&s| t.usage(s).instructions).max().unwrap_or(0),
-        executions: t.canisters.values().map(|u| u.executions).sum(),
-        bytes: t.bytes_moved(),
-        rounds: t.reply_round,
-        rounds_across: 0,
-    }
-}
-
 /// The operations of `docs/sharding.md`'s tables (name, title), each on a set of `n` shards
 /// holding `KEYS` entries (loaded in batches of 400), the shards on the router's subnet or on
 /// another one.
@@ -303,7 +223,7 @@ fn measure(n: u64, across: bool) -> Vec<Cost> {
     let mut run = |set: &mut Set, to, method: &str, arg: Vec<u8>| {
         let t = set.net.update(to, method, &arg, default_controller());
         assert!(t.result.is_ok(), "{method}: {:?}", t.result);
-        costs.push(cost_of(set, &t));
+        costs.push(set.cost_of(&t));
     };
     run(&mut set, router, "get", candid::encode_one(key(5)).unwrap());
     run(&mut set, shard, "shard_get", candid::encode_one(key(5)).unwrap());
@@ -329,20 +249,7 @@ fn measure(n: u64, across: bool) -> Vec<Cost> {
 fn what_each_operation_costs_against_the_number_of_shards() {
     let same: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, false)).collect();
     let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
-    let operations = OPERATIONS
-        .iter()
-        .enumerate()
-        .map(|(i, (name, title))| Operation {
-            name: name.to_string(),
-            title: title.to_string(),
-            shards: SHARDS
-                .iter()
-                .enumerate()
-                .map(|(j, &n)| (n, Cost { rounds_across: across[j][i].rounds, ..same[j][i] }))
-                .collect(),
-        })
-        .collect();
-    let measured = Sharded { keys: KEYS.into(), nodes: stablebench_grid::ic::prices::SUBNET_NODES, operations };
+    let measured = sets::results(&OPERATIONS, &SHARDS, &same, &across, KEYS.into());
     // The shape the tables show: a routed call is the direct one plus the router's two
     // executions; a fan-out grows with every shard; on one subnet everything replies in the
     // ingress message's round, across subnets a routed call waits 4 rounds more.
@@ -357,20 +264,7 @@ fn what_each_operation_costs_against_the_number_of_shards() {
     // A move is three round trips one after the other: nine executions, and across subnets its
     // reply comes in round 13 (four rounds per round trip after the first).
     assert!(same.iter().all(|c| c[8].executions == 9) && across.iter().all(|c| c[8].rounds == 13));
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.yml");
-    let text = format!("{}{}", SHARDED_HEADER, serde_yaml::to_string(&measured).unwrap());
-    println!("{}", stablebench_report::sharding::cost_tables(&measured));
-    if std::env::var_os("STABLEBENCH_REGENERATE_SHARDED").is_some() {
-        std::fs::write(path, text).unwrap();
-        return;
-    }
-    let committed: Sharded = serde_yaml::from_str(&std::fs::read_to_string(path).expect("sharded_results.yml"))
-        .expect("sharded_results.yml parses");
-    assert!(
-        committed == measured,
-        "sharded_results.yml differs from what was measured: regenerate with \
-         STABLEBENCH_REGENERATE_SHARDED=1 cargo test --release -p stablebench-runner --test sharded, then scripts/report.sh"
-    );
+    sets::keep("sharded_results.yml", SHARDED_HEADER, &measured, "sharded");
 }
 
 /// Every acknowledged write is held exactly once: each key of `model` reads back its value, and

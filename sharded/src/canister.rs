@@ -5,15 +5,15 @@ use std::cell::RefCell;
 
 use candid::{CandidType, Deserialize, Principal};
 use futures::future::join_all;
-use ic_cdk::call::Call;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::storable::Bound;
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell, Storable};
 use serde_bytes::ByteBuf;
 
+use crate::router::{self, ask, controller_only, MoveLog};
 use crate::{
-    finish, hold, merge_pages, page, place, removes, shard_of, writable, Action, Entry, Error, Move, Page, Role, Stage,
-    Store, MAX_KEY_BYTES, MAX_PAGE, MAX_SHARDS, MAX_VALUE_BYTES,
+    check_new_shards, finish, hold, may_read, merge_pages, page, place, routes, shard_of, writable, Entry, Error, Move,
+    Page, Role, Stage, Store, MAX_KEY_BYTES, MAX_PAGE, MAX_VALUE_BYTES,
 };
 
 type Mem = VirtualMemory<DefaultMemoryImpl>;
@@ -74,8 +74,6 @@ thread_local! {
         RefCell::new(StableBTreeMap::init(MEMORY.with(|m| m.get(MOVES))));
     static NEXT: RefCell<StableCell<u64, Mem>> =
         RefCell::new(StableCell::init(MEMORY.with(|m| m.get(NEXT_MOVE)), 0));
-    /// Moves a driver is working on now (heap: after an upgrade none is).
-    static DRIVING: RefCell<std::collections::BTreeSet<u64>> = const { RefCell::new(std::collections::BTreeSet::new()) };
 }
 
 /// This shard's storage, as the move steps see it.
@@ -111,48 +109,18 @@ fn init(role: Role) {
     CONFIG_CELL.with_borrow_mut(|c| c.set(Config { role: Some(role), shards: Vec::new() }));
 }
 
-fn role_name(role: &Option<Role>) -> String {
-    match role {
-        Some(Role::Router) => "router".into(),
-        Some(Role::Shard { .. }) => "shard".into(),
-        None => "not installed with a role".into(),
-    }
-}
-
 /// The router's shards, or why this canister cannot route.
 fn shards() -> Result<Vec<Principal>, Error> {
     let c = config();
-    match c.role {
-        Some(Role::Router) if c.shards.is_empty() => Err(Error::NoShards),
-        Some(Role::Router) => Ok(c.shards),
-        other => Err(Error::WrongRole { role: role_name(&other) }),
-    }
+    routes(&c.role, c.shards)
 }
 
-/// Whether the caller may write to this shard: its router or a controller.
 fn shard_writer() -> Result<(), Error> {
-    let caller = ic_cdk::api::msg_caller();
-    match config().role {
-        Some(Role::Shard { router }) if router == caller || ic_cdk::api::is_controller(&caller) => Ok(()),
-        Some(Role::Shard { .. }) => Err(Error::NotAuthorized { caller }),
-        other => Err(Error::WrongRole { role: role_name(&other) }),
-    }
+    router::shard_writer(&config().role)
 }
 
 fn shard_reader() -> Result<(), Error> {
-    match config().role {
-        Some(Role::Shard { .. }) => Ok(()),
-        other => Err(Error::WrongRole { role: role_name(&other) }),
-    }
-}
-
-fn controller_only() -> Result<(), Error> {
-    let caller = ic_cdk::api::msg_caller();
-    if ic_cdk::api::is_controller(&caller) {
-        Ok(())
-    } else {
-        Err(Error::NotAuthorized { caller })
-    }
+    may_read(&config().role)
 }
 
 fn check_entry(key: &[u8], value: &[u8]) -> Result<(), Error> {
@@ -183,23 +151,7 @@ fn check_page(limit: u32) -> Result<(), Error> {
 fn add_shards(new: Vec<Principal>) -> Result<(), Error> {
     controller_only()?;
     let mut c = config();
-    if c.role != Some(Role::Router) {
-        return Err(Error::WrongRole { role: role_name(&c.role) });
-    }
-    if !c.shards.is_empty() {
-        return Err(Error::InvalidArgument {
-            message: format!("the router has its {} shards already; its keys are not moved", c.shards.len()),
-        });
-    }
-    if new.is_empty() || new.len() > MAX_SHARDS {
-        return Err(Error::InvalidArgument { message: format!("{} shards: 1 to {MAX_SHARDS}", new.len()) });
-    }
-    let distinct: std::collections::BTreeSet<&Principal> = new.iter().collect();
-    if distinct.len() != new.len() || distinct.contains(&ic_cdk::api::canister_self()) {
-        return Err(Error::InvalidArgument {
-            message: "each shard once, and not the router itself: a key would have two places".into(),
-        });
-    }
+    check_new_shards(&c.role, ic_cdk::api::canister_self(), &c.shards, &new)?;
     c.shards = new;
     CONFIG_CELL.with_borrow_mut(|cell| cell.set(c));
     Ok(())
@@ -216,20 +168,6 @@ fn shard_list() -> Vec<Principal> {
 fn shard_for(key: ByteBuf) -> Result<Principal, Error> {
     let shards = shards()?;
     Ok(shards[shard_of(&key, shards.len() as u32) as usize])
-}
-
-/// Calls `method` on `shard` with `args`, and decodes its `Result<R, Error>`.
-async fn ask<A: candid::utils::ArgumentEncoder, R: CandidType + for<'de> Deserialize<'de>>(
-    shard: Principal,
-    method: &str,
-    args: &A,
-) -> Result<R, Error> {
-    let failed = |code: u32, message: String| Error::ShardFailed { shard, code, message };
-    let response = Call::unbounded_wait(shard, method).with_args(args).await.map_err(|e| match e {
-        ic_cdk::call::CallFailed::CallRejected(r) => failed(r.raw_reject_code(), r.reject_message().to_string()),
-        other => failed(0, other.to_string()),
-    })?;
-    response.candid::<Result<R, Error>>().map_err(|e| failed(0, format!("decoding its answer: {e}")))?
 }
 
 /// Stores `value` under `key` on its shard (one call); returns the value it replaced.
@@ -312,91 +250,27 @@ async fn scan(after: Option<ByteBuf>, limit: u32) -> Result<Page, Error> {
     Ok(merge_pages(parts, limit as usize, false))
 }
 
-/// The reject code of a call to a canister that does not exist.
-const DESTINATION_INVALID: u32 = 3;
+/// The router's log of moves, for the shared driver: a move's shards are those of its keys, and
+/// its value is placed as it was held.
+struct KvLog;
 
-/// The shards of `key` and of the rest of a move: (source, destination).
-fn move_shards(m: &Move) -> Result<(Principal, Principal), Error> {
-    let shards = shards()?;
-    let n = shards.len() as u32;
-    Ok((shards[shard_of(&m.from, n) as usize], shards[shard_of(&m.to, n) as usize]))
-}
-
-/// Marks move `id` as driven by this call until dropped (also when a trap drops the future: the
-/// call's cleanup runs the drop), so that `recover` leaves it to this call.
-struct Driving(u64);
-
-impl Driving {
-    fn start(id: u64) -> Option<Driving> {
-        DRIVING.with_borrow_mut(|d| d.insert(id)).then_some(Driving(id))
+impl MoveLog for KvLog {
+    fn load(&self, id: u64) -> Option<Move> {
+        LOG.with_borrow(|l| l.get(&id))
     }
-}
-
-impl Drop for Driving {
-    fn drop(&mut self) {
-        DRIVING.with_borrow_mut(|d| d.remove(&self.0));
+    fn save(&self, m: Move) {
+        LOG.with_borrow_mut(|l| l.insert(m.id, m));
     }
-}
-
-/// Drives move `id` from its logged stage until it is over or a finish fails, recording each
-/// stage before the calls it makes. Returns the last stage and the first error on the way.
-async fn drive(id: u64) -> (Stage, Option<Error>) {
-    let Some(_driving) = Driving::start(id) else {
-        let stage = LOG.with_borrow(|l| l.get(&id)).map_or(Stage::Done, |m| m.stage);
-        return (stage, Some(Error::InvalidArgument { message: format!("move {id} is being driven by another call") }));
-    };
-    let mut value: Option<ByteBuf> = None;
-    let mut cause: Option<Error> = None;
-    loop {
-        let Some(m) = LOG.with_borrow(|l| l.get(&id)) else {
-            return (Stage::Aborted, Some(Error::InvalidArgument { message: format!("no move {id} in the log") }));
-        };
-        let (src, dst) = match move_shards(&m) {
-            Ok(s) => s,
-            Err(e) => return (m.stage, Some(e)),
-        };
-        let id_arg = m.id;
-        let outcome: Result<(), Error> = match m.stage.action() {
-            Action::Hold => ask::<_, ByteBuf>(src, "shard_hold", &(m.from.clone(), id_arg)).await.map(|v| {
-                value = Some(v);
-            }),
-            Action::Place => {
-                let v = match value.take() {
-                    Some(v) => Ok(v),
-                    None => ask::<_, ByteBuf>(src, "shard_hold", &(m.from.clone(), id_arg)).await,
-                };
-                match v {
-                    Ok(v) => ask::<_, ()>(dst, "shard_place", &(m.to.clone(), v, id_arg)).await,
-                    Err(e) => Err(e),
-                }
-            }
-            Action::Finish { commit } => {
-                let (a, b) = futures::future::join(
-                    ask::<_, ()>(src, "shard_finish", &(m.from.clone(), id_arg, removes(true, commit))),
-                    ask::<_, ()>(dst, "shard_finish", &(m.to.clone(), id_arg, removes(false, commit))),
-                )
-                .await;
-                // A shard that no longer exists holds nothing to finish: done on its side.
-                let gone = |r: Result<(), Error>| match r {
-                    Err(Error::ShardFailed { code: DESTINATION_INVALID, .. }) => Ok(()),
-                    other => other,
-                };
-                gone(a).and(gone(b))
-            }
-            Action::Nothing => {
-                LOG.with_borrow_mut(|l| l.remove(&id));
-                return (m.stage, cause);
-            }
-        };
-        let next = m.stage.after(outcome.is_ok());
-        if let Err(e) = outcome {
-            if next == m.stage {
-                // The first failure says why the move stopped where it did.
-                return (m.stage, cause.or(Some(e)));
-            }
-            cause.get_or_insert(e);
-        }
-        LOG.with_borrow_mut(|l| l.insert(id, Move { stage: next, ..m }));
+    fn forget(&self, id: u64) {
+        LOG.with_borrow_mut(|l| l.remove(&id));
+    }
+    fn shards(&self, m: &Move) -> Result<(Principal, Principal), Error> {
+        let shards = shards()?;
+        let n = shards.len() as u32;
+        Ok((shards[shard_of(&m.from, n) as usize], shards[shard_of(&m.to, n) as usize]))
+    }
+    fn rewrite(&self, _: &Move, value: ByteBuf) -> Result<ByteBuf, Error> {
+        Ok(value)
     }
 }
 
@@ -421,17 +295,7 @@ async fn move_entry(from: ByteBuf, to: ByteBuf) -> Result<(), Error> {
         id
     });
     LOG.with_borrow_mut(|l| l.insert(id, Move { id, from, to, stage: Stage::Holding }));
-    match drive(id).await {
-        (Stage::Done, _) => Ok(()),
-        (Stage::Aborted, cause) => {
-            Err(cause.unwrap_or_else(|| Error::InvalidArgument { message: format!("move {id} was undone") }))
-        }
-        (stage, cause) => Err(Error::MoveUnfinished {
-            move_id: id,
-            stage,
-            cause: Box::new(cause.unwrap_or_else(|| Error::InvalidArgument { message: "stopped".into() })),
-        }),
-    }
+    router::run(&KvLog, id).await
 }
 
 /// Drives every unfinished move no call is driving on from its logged stage (`Committing`
@@ -443,8 +307,7 @@ async fn recover() -> Result<u64, Error> {
     controller_only()?;
     shards()?;
     let ids: Vec<u64> = LOG.with_borrow(|l| l.keys().collect());
-    let idle: Vec<u64> = ids.into_iter().filter(|id| DRIVING.with_borrow(|d| !d.contains(id))).collect();
-    join_all(idle.into_iter().map(drive)).await;
+    router::recover(&KvLog, ids).await;
     Ok(LOG.with_borrow(|l| l.len()))
 }
 

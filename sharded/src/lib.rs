@@ -20,8 +20,12 @@ use candid::{CandidType, Deserialize, Principal};
 use serde_bytes::ByteBuf;
 use sha2::{Digest, Sha256};
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(all(target_arch = "wasm32", feature = "kv-canister"))]
 mod canister;
+#[cfg(any(test, feature = "sqlite"))]
+pub mod orders;
+#[cfg(target_arch = "wasm32")]
+pub mod router;
 
 /// The largest key a shard accepts, bytes.
 pub const MAX_KEY_BYTES: usize = 256;
@@ -110,6 +114,84 @@ pub enum Error {
 
 /// A key and its value.
 pub type Entry = (ByteBuf, ByteBuf);
+
+// ---- Who may do what, for both sets' canisters -----------------------------------------------
+
+/// What a canister's role is called in an error.
+pub fn role_name(role: &Option<Role>) -> String {
+    match role {
+        Some(Role::Router) => "router".into(),
+        Some(Role::Shard { .. }) => "shard".into(),
+        None => "not installed with a role".into(),
+    }
+}
+
+/// The router's shards, or why this canister cannot route.
+pub fn routes(role: &Option<Role>, shards: Vec<Principal>) -> Result<Vec<Principal>, Error> {
+    match role {
+        Some(Role::Router) if shards.is_empty() => Err(Error::NoShards),
+        Some(Role::Router) => Ok(shards),
+        other => Err(Error::WrongRole { role: role_name(other) }),
+    }
+}
+
+/// Whether `caller` may write to a shard: its router, or a controller.
+pub fn may_write(role: &Option<Role>, caller: Principal, controller: bool) -> Result<(), Error> {
+    match role {
+        Some(Role::Shard { router }) if *router == caller || controller => Ok(()),
+        Some(Role::Shard { .. }) => Err(Error::NotAuthorized { caller }),
+        other => Err(Error::WrongRole { role: role_name(other) }),
+    }
+}
+
+/// Whether this canister answers a shard's reads.
+pub fn may_read(role: &Option<Role>) -> Result<(), Error> {
+    match role {
+        Some(Role::Shard { .. }) => Ok(()),
+        other => Err(Error::WrongRole { role: role_name(other) }),
+    }
+}
+
+/// Whether router `me` with shards `existing` may register `new` (once, 1 to [`MAX_SHARDS`],
+/// each once, not itself: a key would have two places).
+pub fn check_new_shards(
+    role: &Option<Role>,
+    me: Principal,
+    existing: &[Principal],
+    new: &[Principal],
+) -> Result<(), Error> {
+    if *role != Some(Role::Router) {
+        return Err(Error::WrongRole { role: role_name(role) });
+    }
+    if !existing.is_empty() {
+        return Err(Error::InvalidArgument {
+            message: format!("the router has its {} shards already; its data is not moved", existing.len()),
+        });
+    }
+    if new.is_empty() || new.len() > MAX_SHARDS {
+        return Err(Error::InvalidArgument { message: format!("{} shards: 1 to {MAX_SHARDS}", new.len()) });
+    }
+    let distinct: std::collections::BTreeSet<&Principal> = new.iter().collect();
+    if distinct.len() != new.len() || distinct.contains(&me) {
+        return Err(Error::InvalidArgument {
+            message: "each shard once, and not the router itself: a key would have two places".into(),
+        });
+    }
+    Ok(())
+}
+
+/// An order of the users/orders set, as its canister's interface carries it
+/// (`sharded-orders/stablebench_sharded_orders.did`).
+#[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OrderRow {
+    /// Its id, unique across the set.
+    pub id: u64,
+    /// Its user: the order lives on the user's shard (`shard_of` of the user id, 8 bytes
+    /// big-endian).
+    pub user: u64,
+    /// Its amount.
+    pub amount: i64,
+}
 
 /// The shard (0..`shards`) that holds `key`: the jump consistent hash of the first 8 bytes of
 /// the key's SHA-256 (John Lamping and Eric Veach, "A Fast, Minimal Memory, Consistent Hash
@@ -267,10 +349,11 @@ pub fn hold(store: &mut impl Store, key: &[u8], id: u64) -> Result<Vec<u8>, Erro
 }
 
 /// The destination's step 2: stores `value` under the new `key` and holds it for move `id`.
-/// Sent again, it changes nothing.
+/// Sent again, it changes nothing. A key move `id` holds with another value is its source's (a
+/// move whose two sides are one key of one shard): refused, so the move is undone, not lost.
 pub fn place(store: &mut impl Store, key: &[u8], value: Vec<u8>, id: u64) -> Result<(), Error> {
     match store.holder(key) {
-        Some(holder) if holder == id => return Ok(()),
+        Some(holder) if holder == id && store.get(key).as_deref() == Some(value.as_slice()) => return Ok(()),
         Some(other) => return Err(Error::Held { key: ByteBuf::from(key), move_id: other }),
         None => {}
     }
@@ -352,6 +435,74 @@ pub fn merge_pages(parts: Vec<Page>, limit: usize, descending: bool) -> Page {
     let mut merged = page(kept, limit);
     merged.complete &= !cut || merged.entries.len() == limit;
     merged
+}
+
+/// The router's driver as the canister runs it, synchronously, for native tests of the move
+/// protocol on any [`Store`].
+#[cfg(test)]
+pub(crate) mod sim {
+    use super::*;
+
+    /// One move: its keys on the two shards, its id, and what the router makes of the held value
+    /// before placing it.
+    pub struct Move<'a> {
+        pub from: &'a [u8],
+        pub to: &'a [u8],
+        pub id: u64,
+        pub rewrite: fn(Vec<u8>) -> Vec<u8>,
+    }
+
+    /// Drives `mv` from `stage` on (`src`, `dst`): every call may fail (`fail()` says so: the call
+    /// traps, changing nothing), and the router may stop after the actions of `steps` stages (it
+    /// trapped: its log keeps the stage it had reached), with the last one's outcome recorded or
+    /// not (`record_last`: a trap in the callback that had the answer). Returns the stage.
+    pub fn drive(
+        mv: &Move<'_>,
+        stage: Stage,
+        src: &mut impl Store,
+        dst: &mut impl Store,
+        (steps, record_last): (usize, bool),
+        fail: &mut dyn FnMut() -> bool,
+    ) -> Stage {
+        let (from, to, id) = (mv.from, mv.to, mv.id);
+        let mut stage = stage;
+        let mut value = None;
+        for step in 0..steps {
+            let ok = match stage.action() {
+                Action::Hold => !fail() && hold(src, from, id).map(|v| value = Some(v)).is_ok(),
+                Action::Place => {
+                    let v = match value.take() {
+                        Some(v) => Some(v),
+                        None if !fail() => hold(src, from, id).ok(),
+                        None => None,
+                    };
+                    v.is_some_and(|v| !fail() && place(dst, to, (mv.rewrite)(v), id).is_ok())
+                }
+                Action::Finish { commit } => {
+                    // Two calls in flight together: each may fail on its own.
+                    let a = !fail();
+                    if a {
+                        finish(src, from, id, removes(true, commit));
+                    }
+                    let b = !fail();
+                    if b {
+                        finish(dst, to, id, removes(false, commit));
+                    }
+                    a && b
+                }
+                Action::Nothing => return stage,
+            };
+            if step + 1 == steps && !record_last {
+                return stage;
+            }
+            let next = stage.after(ok);
+            if next == stage {
+                return stage;
+            }
+            stage = next;
+        }
+        stage
+    }
 }
 
 #[cfg(test)]
@@ -464,58 +615,6 @@ mod tests {
         }
     }
 
-    /// The router's driver, as the canister runs it, on two shards in memory: every call may
-    /// fail (`fail()` says so: the call traps, changing nothing), and the router may stop after
-    /// the actions of `steps` stages (it trapped: its log keeps the stage it had reached), with
-    /// the last one's outcome recorded or not (`record_last`: a trap in the callback that had
-    /// the answer). Returns the stage.
-    fn drive(
-        stage: Stage,
-        src: &mut Mem,
-        dst: &mut Mem,
-        (steps, record_last): (usize, bool),
-        fail: &mut dyn FnMut() -> bool,
-    ) -> Stage {
-        let (from, to, id) = (b"from".as_slice(), b"to".as_slice(), 7);
-        let mut stage = stage;
-        let mut value = None;
-        for step in 0..steps {
-            let ok = match stage.action() {
-                Action::Hold => !fail() && hold(src, from, id).map(|v| value = Some(v)).is_ok(),
-                Action::Place => {
-                    let v = match value.take() {
-                        Some(v) => Some(v),
-                        None if !fail() => hold(src, from, id).ok(),
-                        None => None,
-                    };
-                    v.is_some_and(|v| !fail() && place(dst, to, v, id).is_ok())
-                }
-                Action::Finish { commit } => {
-                    // Two calls in flight together: each may fail on its own.
-                    let a = !fail();
-                    if a {
-                        finish(src, from, id, removes(true, commit));
-                    }
-                    let b = !fail();
-                    if b {
-                        finish(dst, to, id, removes(false, commit));
-                    }
-                    a && b
-                }
-                Action::Nothing => return stage,
-            };
-            if step + 1 == steps && !record_last {
-                return stage;
-            }
-            let next = stage.after(ok);
-            if next == stage {
-                return stage;
-            }
-            stage = next;
-        }
-        stage
-    }
-
     #[test]
     fn a_move_loses_nothing_whatever_fails_and_recovery_finishes_it() {
         let value = b"value".to_vec();
@@ -533,9 +632,10 @@ mod tests {
                     call += 1;
                     call <= 10 && pattern & (1 << (call - 1)) != 0
                 };
-                let mut stage = drive(Stage::Holding, &mut src, &mut dst, stop, &mut fail);
+                let mv = sim::Move { from: b"from", to: b"to", id: 7, rewrite: |v| v };
+                let mut stage = sim::drive(&mv, Stage::Holding, &mut src, &mut dst, stop, &mut fail);
                 for _ in 0..3 {
-                    stage = drive(stage, &mut src, &mut dst, (usize::MAX, true), &mut || false);
+                    stage = sim::drive(&mv, stage, &mut src, &mut dst, (usize::MAX, true), &mut || false);
                 }
                 assert!(stage.is_over(), "pattern {pattern:b}, stopped at {stop:?}: {stage:?}");
                 let (at_from, at_to) = (src.get(b"from"), dst.get(b"to"));
@@ -573,5 +673,35 @@ mod tests {
         finish(&mut src, b"b", 9, true);
         assert_eq!(src.get(b"b"), Some(b"2".to_vec()));
         assert_eq!(hold(&mut src, b"none", 3), Err(Error::NotFound { key: ByteBuf::from(b"none".to_vec()) }));
+        // A move whose source and destination are one key of one shard (an order moved to a user
+        // of its own shard through the protocol): the place is refused and the abort keeps it.
+        assert_eq!(hold(&mut src, b"b", 4), Ok(b"2".to_vec()));
+        assert_eq!(
+            place(&mut src, b"b", b"2'".to_vec(), 4),
+            Err(Error::Held { key: ByteBuf::from(b"b".to_vec()), move_id: 4 })
+        );
+        finish(&mut src, b"b", 4, removes(true, false));
+        finish(&mut src, b"b", 4, removes(false, false));
+        assert_eq!((src.get(b"b"), src.holder(b"b")), (Some(b"2".to_vec()), None));
+    }
+
+    #[test]
+    fn roles_decide_who_routes_writes_and_reads() {
+        let (router, stranger) = (Principal::from_slice(&[1]), Principal::from_slice(&[2]));
+        let shard = Some(Role::Shard { router });
+        assert_eq!(may_write(&shard, router, false), Ok(()));
+        assert_eq!(may_write(&shard, stranger, true), Ok(()), "a controller");
+        assert_eq!(may_write(&shard, stranger, false), Err(Error::NotAuthorized { caller: stranger }));
+        assert_eq!(may_write(&Some(Role::Router), router, true), Err(Error::WrongRole { role: "router".into() }));
+        assert_eq!(may_read(&None), Err(Error::WrongRole { role: "not installed with a role".into() }));
+        assert_eq!(routes(&Some(Role::Router), vec![]), Err(Error::NoShards));
+        assert_eq!(routes(&shard, vec![router]), Err(Error::WrongRole { role: "shard".into() }));
+        let (a, b) = (Principal::from_slice(&[3]), Principal::from_slice(&[4]));
+        let r = Some(Role::Router);
+        assert_eq!(check_new_shards(&r, router, &[], &[a, b]), Ok(()));
+        for (existing, new) in [(vec![a], vec![b]), (vec![], vec![]), (vec![], vec![a, a]), (vec![], vec![a, router])] {
+            assert!(matches!(check_new_shards(&r, router, &existing, &new), Err(Error::InvalidArgument { .. })));
+        }
+        assert!(matches!(check_new_shards(&shard, router, &[], &[a]), Err(Error::WrongRole { .. })));
     }
 }

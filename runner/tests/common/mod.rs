@@ -2,6 +2,8 @@
 // Each test binary includes this module and uses a different part of it.
 #![allow(dead_code)]
 
+pub mod sets;
+
 use std::sync::{Arc, OnceLock};
 
 use candid::CandidType;

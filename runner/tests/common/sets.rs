@@ -1,0 +1,147 @@
+//! A router and its shards in the runner's network of canisters, as the sharded sets' tests
+//! (`sharded.rs`, `sharded_orders.rs`) deploy and call them: every canister priced as mainnet
+//! prices it (the `ic` cost model), the shards registered with the router.
+
+use std::sync::Arc;
+
+use candid::utils::ArgumentEncoder;
+use candid::Principal;
+use serde::de::DeserializeOwned;
+use stablebench_report::sharding::{Cost, Operation, Sharded};
+use stablebench_runner::canister::{default_controller, Code, Options};
+use stablebench_runner::network::{Network, SubnetId, Traced};
+use stablebench_runner::replica::CostModel;
+use stablebench_sharded::{Error, Role};
+
+/// A canister id: `n`, then the set's `tag`.
+pub fn id(n: u64, tag: u8) -> Principal {
+    let mut bytes = n.to_be_bytes().to_vec();
+    bytes.extend([tag, 1]);
+    Principal::from_slice(&bytes)
+}
+
+/// A router and its shards in a network.
+pub struct Set {
+    pub net: Network,
+    pub router: Principal,
+    pub shards: Vec<Principal>,
+}
+
+/// `code` installed as a router on subnet 0 and `n` shards, shard `i` on subnet `subnet_of(i)`
+/// (ids tagged `tag`), the shards registered with `add_shards`.
+pub fn deploy(code: Arc<Code>, tag: u8, n: u64, subnets: u32, subnet_of: impl Fn(u64) -> SubnetId) -> Set {
+    let mut net = Network::new(subnets);
+    let opts = |i| Options { canister_id: id(i, tag), cost_model: CostModel::Ic, ..Options::default() };
+    let router = net.install(code.clone(), &candid::encode_one(Role::Router).unwrap(), opts(1000), 0).unwrap();
+    let shards: Vec<Principal> = (0..n)
+        .map(|i| {
+            let role = candid::encode_one(Role::Shard { router }).unwrap();
+            net.install(code.clone(), &role, opts(i), subnet_of(i)).unwrap()
+        })
+        .collect();
+    let mut set = Set { net, router, shards };
+    let shards = set.shards.clone();
+    let ok: Result<(), Error> = set.call(set.router, "add_shards", &(shards,)).0;
+    assert_eq!(ok, Ok(()));
+    set
+}
+
+impl Set {
+    /// Update `method` on `to` from the controller; its decoded reply and the trace.
+    pub fn call<A: ArgumentEncoder + Clone, R: DeserializeOwned + candid::CandidType>(
+        &mut self,
+        to: Principal,
+        method: &str,
+        args: &A,
+    ) -> (R, Traced) {
+        self.call_as(default_controller(), to, method, args)
+    }
+
+    /// The same from `caller`.
+    pub fn call_as<A: ArgumentEncoder + Clone, R: DeserializeOwned + candid::CandidType>(
+        &mut self,
+        caller: Principal,
+        to: Principal,
+        method: &str,
+        args: &A,
+    ) -> (R, Traced) {
+        let t = self.net.update(to, method, &candid::encode_args(args.clone()).unwrap(), caller);
+        let bytes = t.result.clone().unwrap_or_else(|e| panic!("{method}: {e}"));
+        (candid::decode_one(&bytes).unwrap_or_else(|e| panic!("{method}: {e}")), t)
+    }
+
+    /// Query `method` on `to` from the controller, decoded.
+    pub fn query<A: ArgumentEncoder + Clone, R: DeserializeOwned + candid::CandidType>(
+        &mut self,
+        to: Principal,
+        method: &str,
+        args: &A,
+    ) -> R {
+        let out = self.net.canister(to).unwrap().query(
+            method,
+            &candid::encode_args(args.clone()).unwrap(),
+            default_controller(),
+        );
+        candid::decode_one(&out.result.unwrap()).unwrap()
+    }
+
+    /// What an operation's ingress message `t` cost (its rounds on the subnets it ran on;
+    /// `rounds_across` is left 0 for the caller to fill in).
+    pub fn cost_of(&self, t: &Traced) -> Cost {
+        Cost {
+            cycles: u64::try_from(t.cycles()).expect("cycles fit u64"),
+            instructions: t.instructions(),
+            router_instructions: t.usage(self.router).instructions,
+            shard_instructions: self.shards.iter().map(|&s| t.usage(s).instructions).max().unwrap_or(0),
+            executions: t.canisters.values().map(|u| u.executions).sum(),
+            bytes: t.bytes_moved(),
+            rounds: t.reply_round,
+            rounds_across: 0,
+        }
+    }
+}
+
+/// The results file of a cost test: the operations (name, title) measured on every number of
+/// `shards`, on one subnet (`same`, per number of shards, per operation) and with the shards on
+/// another (`across`: only their rounds are kept), for a set holding `keys` entries.
+pub fn results(
+    operations: &[(&str, &str)],
+    shards: &[u64],
+    same: &[Vec<Cost>],
+    across: &[Vec<Cost>],
+    keys: u64,
+) -> Sharded {
+    let operations = operations
+        .iter()
+        .enumerate()
+        .map(|(i, (name, title))| Operation {
+            name: name.to_string(),
+            title: title.to_string(),
+            shards: shards
+                .iter()
+                .enumerate()
+                .map(|(j, &n)| (n, Cost { rounds_across: across[j][i].rounds, ..same[j][i] }))
+                .collect(),
+        })
+        .collect();
+    Sharded { keys, nodes: stablebench_grid::ic::prices::SUBNET_NODES, operations }
+}
+
+/// Writes `measured` to the repository's `file` (after `header`) with
+/// `STABLEBENCH_REGENERATE_SHARDED=1`, else requires the committed file to hold exactly it (the
+/// runner is deterministic). `test` names the test binary that measures it.
+pub fn keep(file: &str, header: &str, measured: &Sharded, test: &str) {
+    let path = format!("{}/../{file}", env!("CARGO_MANIFEST_DIR"));
+    println!("{}", stablebench_report::sharding::cost_tables(measured));
+    if std::env::var_os("STABLEBENCH_REGENERATE_SHARDED").is_some() {
+        std::fs::write(&path, format!("{header}{}", serde_yaml::to_string(measured).unwrap())).unwrap();
+        return;
+    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let committed: Sharded = serde_yaml::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    assert!(
+        committed == *measured,
+        "{file} differs from what was measured: regenerate with STABLEBENCH_REGENERATE_SHARDED=1 cargo test \
+         --release -p stablebench-runner --test {test}, then scripts/report.sh"
+    );
+}

@@ -1,0 +1,288 @@
+//! The users/orders set sharded by user (`sharded-orders/`): a router and N shards, each shard's
+//! users and orders in SQLite under the recommended settings, run together in the offline
+//! runner's network of canisters and priced as mainnet prices them. Checked against a model (a
+//! map from user to its orders), with orders moved between users on one shard and across two,
+//! faults in the middle of a cross-shard move, and what each operation costs against N
+//! (`sharded_orders_results.yml`, from which `docs/sharding.md`'s tables are generated).
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+
+use candid::Principal;
+use common::sets::{self, Set};
+use stablebench_report::sharding::{Cost, SHARDED_ORDERS_HEADER};
+use stablebench_runner::canister::{default_controller, Code};
+use stablebench_runner::instrument::Metering;
+use stablebench_runner::network::{Event, SubnetId};
+use stablebench_sharded::{shard_of, Error, Move, OrderRow, Role, Stage};
+
+/// `target/canister/stablebench_sharded_orders.wasm` (scripts/build.sh sharded_orders), loaded once.
+fn code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_sharded_orders.wasm");
+        Code::from_file(path.as_ref(), Metering::On)
+            .unwrap_or_else(|e| panic!("{path}: {e} (run scripts/build.sh sharded_orders; scripts/test.sh does)"))
+    })
+    .clone()
+}
+
+/// A router and `n` shards of the users/orders set (ids tagged 2).
+fn deploy(n: u64, subnets: u32, subnet_of: impl Fn(u64) -> SubnetId) -> Set {
+    sets::deploy(code(), 2, n, subnets, subnet_of)
+}
+
+/// The shard of `user` in `set`.
+fn shard_of_user(set: &Set, user: u64) -> Principal {
+    set.shards[shard_of(&user.to_be_bytes(), set.shards.len() as u32) as usize]
+}
+
+/// Per user, its orders by id.
+type Model = BTreeMap<u64, Vec<OrderRow>>;
+
+/// Users 1..=`users`, and `orders` orders: order `i` (from 1) belongs to user `i % users + 1`,
+/// amount `i`; loaded in batches of 500.
+fn load(set: &mut Set, users: u64, orders: u64) -> Model {
+    let all: Vec<(u64, String)> = (1..=users).map(|u| (u, format!("user{u}@example.com"))).collect();
+    for batch in all.chunks(500) {
+        let added: Result<u64, Error> = set.call(set.router, "add_users", &(batch.to_vec(),)).0;
+        assert_eq!(added, Ok(batch.len() as u64));
+    }
+    let rows: Vec<OrderRow> = (1..=orders).map(|i| OrderRow { id: i, user: i % users + 1, amount: i as i64 }).collect();
+    for batch in rows.chunks(500) {
+        let added: Result<u64, Error> = set.call(set.router, "add_orders", &(batch.to_vec(),)).0;
+        assert_eq!(added, Ok(batch.len() as u64));
+    }
+    let mut model = Model::new();
+    for u in 1..=users {
+        model.insert(u, Vec::new());
+    }
+    for o in rows {
+        model.get_mut(&o.user).unwrap().push(o);
+    }
+    model
+}
+
+/// Every user's orders read back through the router as the model has them, and the count.
+fn check_model(set: &mut Set, model: &Model) {
+    let count: Result<u64, Error> = set.call(set.router, "count_orders", &()).0;
+    assert_eq!(count, Ok(model.values().map(|v| v.len() as u64).sum()));
+    for (&user, orders) in model {
+        let got: Result<Vec<OrderRow>, Error> = set.call(set.router, "orders_of", &(user,)).0;
+        assert_eq!(got.as_ref(), Ok(orders), "user {user}");
+    }
+}
+
+/// `order` moved from its user to `to` in the model.
+fn moved(model: &mut Model, order: u64, to: u64) {
+    let (from, i) =
+        model.iter().find_map(|(&u, v)| v.iter().position(|o| o.id == order).map(|i| (u, i))).expect("the order");
+    let o = model.get_mut(&from).unwrap().remove(i);
+    let dest = model.get_mut(&to).unwrap();
+    dest.push(OrderRow { user: to, ..o });
+    dest.sort();
+}
+
+/// Two users on different shards of `set`: (a, b).
+fn across(set: &Set, users: u64) -> (u64, u64) {
+    let b = (2..=users).find(|&u| shard_of_user(set, u) != shard_of_user(set, 1)).expect("another shard");
+    (1, b)
+}
+
+#[test]
+fn a_sharded_users_orders_set_holds_what_a_model_holds() {
+    for n in [1, 3] {
+        let mut set = deploy(n, 1, |_| 0);
+        let model = load(&mut set, 60, 600);
+        check_model(&mut set, &model);
+        // Every user's orders live on its shard, which a client can read directly (a query).
+        for user in [1u64, 17, 60] {
+            let shard: Result<Principal, Error> = set.query(set.router, "shard_for_user", &(user,));
+            assert_eq!(shard, Ok(shard_of_user(&set, user)));
+            let direct: Result<Vec<OrderRow>, Error> =
+                set.query(shard_of_user(&set, user), "shard_orders_of", &(user,));
+            assert_eq!(direct.as_ref(), Ok(&model[&user]));
+        }
+        let counts: Vec<u64> = set
+            .shards
+            .clone()
+            .iter()
+            .map(|&s| set.query::<_, Result<u64, Error>>(s, "shard_count", &()).unwrap())
+            .collect();
+        assert_eq!(counts.iter().sum::<u64>(), 600);
+        assert!(n == 1 || counts.iter().all(|&c| c > 0), "{counts:?}");
+    }
+}
+
+/// Orders given to a user on the same shard (one UPDATE) and on another (the move protocol);
+/// refusals (an order that is not the user's, a user that does not exist, a stranger, the same
+/// user twice, a duplicate order id in a load) change nothing.
+#[test]
+fn orders_move_between_users_and_refused_moves_change_nothing() {
+    let mut set = deploy(4, 1, |_| 0);
+    let mut model = load(&mut set, 40, 200);
+    let (mut within, mut between) = (0, 0);
+    for order in 1..=20u64 {
+        let from = order % 40 + 1;
+        let to = (from + 7) % 40 + 1;
+        let ok: Result<(), Error> = set.call(set.router, "move_order", &(order, from, to)).0;
+        assert_eq!(ok, Ok(()), "order {order}");
+        moved(&mut model, order, to);
+        if shard_of_user(&set, from) == shard_of_user(&set, to) {
+            within += 1;
+        } else {
+            between += 1;
+        }
+    }
+    assert!(within > 0 && between > 0, "{within} within a shard, {between} across");
+    let (a, b) = across(&set, 40);
+    let same = (2..=40).find(|&u| shard_of_user(&set, u) == shard_of_user(&set, a)).unwrap();
+    let order_of_a = model[&a][0].id;
+    for (order, from, to) in [(order_of_a, b, a), (order_of_a, a, 999), (order_of_a, a, a), (order_of_a, same, a)] {
+        let r: Result<(), Error> = set.call(set.router, "move_order", &(order, from, to)).0;
+        assert!(r.is_err(), "moving order {order} from {from} to {to}: {r:?}");
+    }
+    let r: Result<(), Error> = set.call(set.router, "move_order", &(order_of_a, a, b + 1000)).0;
+    assert!(matches!(r, Err(Error::NotFound { .. })), "a user that does not exist: {r:?}");
+    let stranger = Principal::from_slice(&[9; 29]);
+    let r: Result<(), Error> = set.call_as(stranger, set.router, "move_order", &(order_of_a, a, b)).0;
+    assert_eq!(r, Err(Error::NotAuthorized { caller: stranger }));
+    let r: Result<u64, Error> =
+        set.call(set.router, "add_orders", &(vec![OrderRow { id: order_of_a, user: a, amount: 1 }],)).0;
+    assert!(matches!(r, Err(Error::KeyExists { .. })), "a duplicate order id: {r:?}");
+    let twice = vec![OrderRow { id: 9_000, user: a, amount: 1 }, OrderRow { id: 9_000, user: b, amount: 1 }];
+    let r: Result<u64, Error> = set.call(set.router, "add_orders", &(twice,)).0;
+    assert!(matches!(r, Err(Error::InvalidArgument { .. })), "a batch that repeats an id: {r:?}");
+    let pending: Vec<Move> = set.query(set.router, "moves", &());
+    assert!(pending.is_empty(), "{pending:?}");
+    check_model(&mut set, &model);
+}
+
+/// A set whose 4 shards sit on another subnet than the router, 40 users and 200 orders, and an
+/// order of a user moved to a user on another shard: the hold reaches the source in round 3, its
+/// answer the router in round 5, the place the destination in round 7, its answer the router in
+/// round 9, the finishes both shards in round 11.
+fn moving_set() -> (Set, Model, u64, u64, u64, Principal, Principal) {
+    let mut set = deploy(4, 2, |_| 1);
+    let model = load(&mut set, 40, 200);
+    let (a, b) = across(&set, 40);
+    let order = model[&a][0].id;
+    let (src, dst) = (shard_of_user(&set, a), shard_of_user(&set, b));
+    (set, model, order, a, b, src, dst)
+}
+
+/// The destination traps at the place: the move is undone, the error names the destination, and
+/// the order is its user's again, writable.
+#[test]
+fn a_destination_that_traps_mid_move_undoes_it() {
+    let (mut set, model, order, a, b, _, dst) = moving_set();
+    set.net.schedule(6, Event::Trap(dst));
+    let (r, t): (Result<(), Error>, _) = set.call(set.router, "move_order", &(order, a, b));
+    assert!(matches!(&r, Err(Error::ShardFailed { shard, code: 5, .. }) if *shard == dst), "{r:?}");
+    assert!(t.log.iter().any(|l| l.canister == dst && l.what == "shard_place" && l.trap.is_some()), "{:?}", t.log);
+    let pending: Vec<Move> = set.query(set.router, "moves", &());
+    assert!(pending.is_empty(), "{pending:?}");
+    check_model(&mut set, &model);
+}
+
+/// The source traps at the commit: `MoveUnfinished` at `Committing`, and `recover` finishes it:
+/// the order is the new user's only.
+#[test]
+fn a_source_that_traps_at_the_commit_is_finished_by_recover() {
+    let (mut set, mut model, order, a, b, src, _) = moving_set();
+    set.net.schedule(10, Event::Trap(src));
+    let r: Result<(), Error> = set.call(set.router, "move_order", &(order, a, b)).0;
+    let Err(Error::MoveUnfinished { stage: Stage::Committing, .. }) = &r else { panic!("{r:?}") };
+    let left: Result<u64, Error> = set.call(set.router, "recover", &()).0;
+    assert_eq!(left, Ok(0));
+    moved(&mut model, order, b);
+    check_model(&mut set, &model);
+}
+
+/// The router traps in the callback that has the hold, its shards are upgraded (SQLite and the
+/// hold live in stable memory), and `recover` finishes the move.
+#[test]
+fn a_router_that_traps_mid_move_and_upgraded_shards_lose_nothing() {
+    let (mut set, mut model, order, a, b, src, dst) = moving_set();
+    set.net.schedule(4, Event::Trap(set.router));
+    let t =
+        set.net.update(set.router, "move_order", &candid::encode_args((order, a, b)).unwrap(), default_controller());
+    assert!(t.result.is_err(), "the router trapped: {:?}", t.result);
+    let pending: Vec<Move> = set.query(set.router, "moves", &());
+    assert_eq!(pending.iter().map(|m| m.stage).collect::<Vec<_>>(), [Stage::Holding]);
+    for shard in [src, dst] {
+        let arg = candid::encode_one(Role::Shard { router: set.router }).unwrap();
+        set.net.schedule(1, Event::Upgrade { canister: shard, code: code(), arg });
+    }
+    // A move of the held order waits for the first one (refused, nothing changes).
+    let (again, t): (Result<(), Error>, _) = set.call(set.router, "move_order", &(order, a, b));
+    assert_eq!(t.log.iter().filter(|l| l.what == "upgrade").count(), 2);
+    assert!(matches!(&again, Err(Error::Held { .. })), "{again:?}");
+    let left: Result<u64, Error> = set.call(set.router, "recover", &()).0;
+    assert_eq!(left, Ok(0));
+    moved(&mut model, order, b);
+    check_model(&mut set, &model);
+}
+
+/// The operations of `docs/sharding.md`'s users/orders tables (name, title).
+const OPERATIONS: [(&str, &str); 6] = [
+    ("orders_of", "`orders_of` a user through the router"),
+    ("shard_orders_of", "`shard_orders_of` on the user's shard (the client routes)"),
+    ("add_orders", "`add_orders`, 100 new orders of 100 users"),
+    ("count_orders", "`count_orders` (every shard)"),
+    ("move_order", "`move_order` to a user on another shard (one UPDATE when there is one shard)"),
+    ("move_order_within", "`move_order` to a user on the same shard (one UPDATE)"),
+];
+const USERS: u64 = 200;
+const ORDERS: u64 = 2_000;
+const SHARDS: [u64; 5] = [1, 2, 4, 8, 16];
+
+fn measure(n: u64, across_subnets: bool) -> Vec<Cost> {
+    let mut set = deploy(n, if across_subnets { 2 } else { 1 }, |_| if across_subnets { 1 } else { 0 });
+    let model = load(&mut set, USERS, ORDERS);
+    let router = set.router;
+    let mut costs = Vec::new();
+    let mut run = |set: &mut Set, to, method: &str, arg: Vec<u8>| {
+        let t = set.net.update(to, method, &arg, default_controller());
+        assert!(t.result.is_ok(), "{method}: {:?}", t.result);
+        let reply: Result<candid::Reserved, Error> = candid::decode_one(t.result.as_ref().unwrap()).unwrap();
+        assert!(reply.is_ok(), "{method}: {reply:?}");
+        costs.push(set.cost_of(&t));
+    };
+    let user = 5u64;
+    run(&mut set, router, "orders_of", candid::encode_one(user).unwrap());
+    let shard = shard_of_user(&set, user);
+    run(&mut set, shard, "shard_orders_of", candid::encode_one(user).unwrap());
+    let new: Vec<OrderRow> =
+        (0..100).map(|i| OrderRow { id: ORDERS + 1 + i, user: i % USERS + 1, amount: 1 }).collect();
+    run(&mut set, router, "add_orders", candid::encode_one(new).unwrap());
+    run(&mut set, router, "count_orders", candid::encode_args(()).unwrap());
+    let order = model[&user][0].id;
+    let other =
+        (1..=USERS).find(|&u| u != user && (n == 1 || shard_of_user(&set, u) != shard_of_user(&set, user))).unwrap();
+    run(&mut set, router, "move_order", candid::encode_args((order, user, other)).unwrap());
+    let order = model[&user][1].id;
+    let same = (1..=USERS).find(|&u| u != user && shard_of_user(&set, u) == shard_of_user(&set, user)).unwrap();
+    run(&mut set, router, "move_order", candid::encode_args((order, user, same)).unwrap());
+    costs
+}
+
+/// `sharded_orders_results.yml`: what each operation costs against the number of shards, on one
+/// subnet and with the shards on another. Written with `STABLEBENCH_REGENERATE_SHARDED=1`, else
+/// compared exactly.
+#[test]
+fn what_each_operation_costs_against_the_number_of_shards() {
+    let same: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, false)).collect();
+    let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
+    let measured = sets::results(&OPERATIONS, &SHARDS, &same, &across, ORDERS);
+    for c in &same {
+        assert_eq!((c[0].executions, c[1].executions, c[5].executions), (3, 1, 3));
+        assert!(c.iter().all(|c| c.rounds == 1));
+    }
+    // Across shards a move is three round trips: nine executions, its reply in round 13 with the
+    // shards on another subnet.
+    assert!(same[1..].iter().all(|c| c[4].executions == 9) && across[1..].iter().all(|c| c[4].rounds == 13));
+    sets::keep("sharded_orders_results.yml", SHARDED_ORDERS_HEADER, &measured, "sharded_orders");
+}
