@@ -17,7 +17,7 @@
 # second run refuses to register a second set. Writes go through the router, or to a shard from its controllers.
 #
 # Not run on this project's machines (no dfx or replica there): the same calls are exercised
-# offline by runner/tests/sharded.rs and runner/tests/sharded_orders.rs through the runner's
+# offline by runner/tests/sharded/main.rs and runner/tests/sharded/orders.rs through the runner's
 # network of canisters.
 source "$(dirname "$0")/lib.sh"
 

@@ -13,7 +13,7 @@
 //!   logged here in SQLite), which loses nothing when a side fails.
 //!
 //! Its interface: `sharded-orders/stablebench_sharded_orders.did`; tested and measured through
-//! the offline runner's network of canisters (`runner/tests/sharded_orders.rs`).
+//! the offline runner's network of canisters (`runner/tests/sharded/orders.rs`).
 #![cfg(target_arch = "wasm32")]
 
 use candid::{CandidType, Deserialize, Principal};

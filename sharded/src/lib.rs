@@ -13,7 +13,7 @@
 //!   controllers only.
 //!
 //! The routing is plain Rust, tested natively here; the canister is tested and measured through
-//! the offline runner's network of canisters (`runner/tests/sharded.rs`), and deployed by
+//! the offline runner's network of canisters (`runner/tests/sharded/main.rs`), and deployed by
 //! `scripts/deploy-sharded.sh`.
 
 use candid::{CandidType, Deserialize, Principal};

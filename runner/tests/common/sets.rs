@@ -1,5 +1,5 @@
 //! A router and its shards in the runner's network of canisters, as the sharded sets' tests
-//! (`sharded.rs`, `sharded_orders.rs`) deploy and call them: every canister priced as mainnet
+//! (`tests/sharded/`) deploy and call them: every canister priced as mainnet
 //! prices it (the `ic` cost model), the shards registered with the router.
 
 use std::sync::Arc;

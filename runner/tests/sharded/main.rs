@@ -2,7 +2,11 @@
 //! network of canisters, checked against a model (a `BTreeMap` and `shard_of`), with its refusals,
 //! a missing shard, and what routing costs beside calling the shard directly.
 
+#[path = "../common/mod.rs"]
 mod common;
+/// The users/orders set sharded by user: in this test binary, so that CI links one binary for both
+/// sets.
+mod orders;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};

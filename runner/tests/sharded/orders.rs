@@ -5,13 +5,11 @@
 //! faults in the middle of a cross-shard move, and what each operation costs against N
 //! (`sharded_orders_results.yml`, from which `docs/sharding.md`'s tables are generated).
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
+use crate::common::sets::{self, Set};
 use candid::Principal;
-use common::sets::{self, Set};
 use stablebench_report::sharding::{Cost, SHARDED_ORDERS_HEADER};
 use stablebench_runner::canister::{default_controller, Code};
 use stablebench_runner::instrument::Metering;
@@ -284,5 +282,5 @@ fn what_each_operation_costs_against_the_number_of_shards() {
     // Across shards a move is three round trips: nine executions, its reply in round 13 with the
     // shards on another subnet.
     assert!(same[1..].iter().all(|c| c[4].executions == 9) && across[1..].iter().all(|c| c[4].rounds == 13));
-    sets::keep("sharded_orders_results.yml", SHARDED_ORDERS_HEADER, &measured, "sharded_orders");
+    sets::keep("sharded_orders_results.yml", SHARDED_ORDERS_HEADER, &measured, "sharded");
 }
