@@ -9,12 +9,6 @@ source "$(dirname "$0")/lib.sh"
 
 ensure_rust
 log "checking formatting and lints"
-# wasi2ic is needed from the wasm builds on. On a fresh machine its build (about 100 s) runs beside
-# the lints, which leave a core idle part of the time; scripts/build.sh builds it itself if this
-# failed.
-wasi2ic_log=$(mktemp)
-(ensure_wasi2ic >/dev/null 2>"$wasi2ic_log") &
-wasi2ic_pid=$!
 cargo fmt --all --check || die "cargo fmt --all --check failed: run cargo fmt --all"
 # `--release`: the build scripts (SQLite's C among them) and proc macros it compiles are the ones the
 # release test build below needs, so that build reuses them instead of compiling them again.
@@ -29,10 +23,6 @@ cargo clippy --locked --target "$WASM_TARGET" -p stablebench-example-sqlite -p s
   || die "clippy found warnings in examples/sqlite or sharded-orders/ ($WASM_TARGET)"
 cargo clippy --locked --target "$VFS_WASM_TARGET" -p stablebench-example-maps -p stablebench-sharded -- -D warnings \
   || die "clippy found warnings in examples/maps or sharded/ ($VFS_WASM_TARGET)"
-
-log "building wasi2ic: waiting for the build started beside the lints"
-wait "$wasi2ic_pid" || { cat "$wasi2ic_log" >&2; log "wasi2ic's build beside the lints failed: scripts/build.sh tries again"; }
-rm -f "$wasi2ic_log"
 
 "$ROOT/scripts/build.sh" all
 
