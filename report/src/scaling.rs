@@ -131,12 +131,7 @@ pub fn fit(curve: &Curve, limit: u64) -> Fit {
 /// `~27M orders`, `~270M orders (projected)`, `beyond 100M orders (projected)`, `beyond 1M
 /// orders` (when there is no projection), `not measured`.
 fn fit_text(f: Fit) -> String {
-    let orders = |n: f64| {
-        // Two significant digits: the interpolation is not more precise than that.
-        let magnitude = 10f64.powf(n.log10().floor() - 1.0);
-        let rounded = ((n / magnitude).round() * magnitude) as u64;
-        format!("~{}", order_label(rounded))
-    };
+    let orders = about;
     match f {
         Fit::Never => format!("not at {} orders", order_label(SCALES[0])),
         Fit::Measured(n) => format!("{} orders", orders(n)),
@@ -145,6 +140,14 @@ fn fit_text(f: Fit) -> String {
         Fit::Beyond { orders, projected: false } => format!("beyond {} orders", order_label(orders)),
         Fit::Unmeasured => "not measured".to_string(),
     }
+}
+
+/// `~2.7M`: a size read off a curve, to two significant digits (the interpolation is not more
+/// precise than that).
+pub(crate) fn about(n: f64) -> String {
+    let magnitude = 10f64.powf(n.log10().floor() - 1.0);
+    let rounded = ((n / magnitude).round() * magnitude) as u64;
+    format!("~{}", order_label(rounded))
 }
 
 /// `10k`, `2.7M`, `100M`: orders as the tables show them (the charts' axis labels).

@@ -20,7 +20,7 @@ use stablebench_grid::profiles::DEFAULT;
 
 use crate::chart::compact;
 use crate::results::Results;
-use crate::scaling::{self, Curve, Fit};
+use crate::scaling::{self, about, Curve, Fit};
 use crate::{grouped, human, prices};
 
 /// What one operation of the sharded set cost, by its ingress message, on a set of some shards.
@@ -251,12 +251,6 @@ fn crossing(points: &[(f64, f64)], limit: f64) -> Crossing {
     } else {
         Crossing::Projected(n)
     }
-}
-
-/// `~2.7M`: two significant digits, as the scaling report rounds its crossings.
-fn about(n: f64) -> String {
-    let magnitude = 10f64.powf(n.log10().floor() - 1.0);
-    format!("~{}", compact((n / magnitude).round() * magnitude))
 }
 
 /// A crossing as a table cell, in `unit` (`orders`, `keys`), and the size itself (for N shards).
