@@ -626,8 +626,12 @@ fn hop(inp: &Inputs<'_>) -> String {
             usd_per_million(extra as f64)
         );
     }
-    for name in ["len", "top", "scan"] {
-        let Some(op) = s.operation(name) else { continue };
+    let o = inp.orders;
+    let fan_outs = [(s, "len", "a "), (s, "top", "a "), (s, "scan", "a ")]
+        .into_iter()
+        .chain(["count_orders", "top_orders", "scan_orders"].map(|name| (o, name, "the users/orders set's ")));
+    for (set, name, whose) in fan_outs {
+        let Some(op) = set.operation(name) else { continue };
         let (Some((&n0, c0)), Some((&n1, c1))) = (op.shards.iter().next(), op.shards.iter().last()) else { continue };
         if n1 <= n0 {
             continue;
@@ -635,7 +639,7 @@ fn hop(inp: &Inputs<'_>) -> String {
         let per = (c1.cycles.saturating_sub(c0.cycles)) as f64 / (n1 - n0) as f64;
         let _ = writeln!(
             md,
-            "| each shard more in a fan-out `{name}` ({} at {} against {} at {}) | {} | {} |",
+            "| each shard more in {whose}fan-out `{name}` ({} at {} against {} at {}) | {} | {} |",
             human(c1.cycles),
             shards_label(n1),
             human(c0.cycles),
@@ -644,7 +648,6 @@ fn hop(inp: &Inputs<'_>) -> String {
             usd_per_million(per)
         );
     }
-    let o = inp.orders;
     let last = |name: &str| o.operation(name).and_then(|op| op.shards.values().last());
     if let (Some(r), Some(d)) = (last("orders_of"), last("shard_orders_of")) {
         let extra = r.cycles.saturating_sub(d.cycles);

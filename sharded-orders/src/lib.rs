@@ -7,8 +7,8 @@
 //!   `stablebench_sharded::orders`. Every order lives on its user's shard. Writes come from its
 //!   router or its controllers; reads from anyone.
 //! - **The router** routes by user (`shard_of` of the user id, 8 bytes big-endian): a batch of
-//!   users or orders split by shard, a user's orders from its shard, a count fanned out to every
-//!   shard, and `move_order`, which gives an order to another user: on one shard a single
+//!   users or orders split by shard, a user's orders from its shard, a count, the top-k orders
+//!   (joined with their users) and a page of orders fanned out to every shard, and `move_order`, which gives an order to another user: on one shard a single
 //!   `UPDATE`, across two shards the move protocol of `stablebench_sharded` (hold, place, finish,
 //!   logged here in SQLite), which loses nothing when a side fails.
 //!
@@ -23,7 +23,8 @@ use serde_bytes::ByteBuf;
 use stablebench_sharded::orders::{order_key, user_key, Order, OrdersShard};
 use stablebench_sharded::router::{self, ask, controller_only, MoveLog};
 use stablebench_sharded::{
-    check_new_shards, finish, hold, may_read, routes, shard_of, Error, Move, OrderRow, Role, Stage,
+    by_amount, check_new_shards, check_page, finish, hold, may_read, merge_sorted, routes, shard_of, Error, Move,
+    OrderRow, Role, Stage, UserOrder,
 };
 
 /// Rust's allocations in a heap of their own, away from SQLite's page cache (as in
@@ -213,6 +214,36 @@ async fn count_orders() -> Result<u64, Error> {
     join_all(shards.iter().map(|&s| ask::<_, u64>(s, "shard_count", &()))).await.into_iter().sum()
 }
 
+/// The `k` largest orders of all shards (largest amount first, then smallest id), each with its
+/// user's email: every shard's `k` largest joined with its users (a user and its orders share a
+/// shard), merged.
+#[ic_cdk::update]
+async fn top_orders(k: u32) -> Result<Vec<UserOrder>, Error> {
+    check_page(k)?;
+    let shards = shards()?;
+    let parts: Result<Vec<Vec<UserOrder>>, Error> =
+        join_all(shards.iter().map(|&s| async move { ask(s, "shard_top_orders", &(k,)).await }))
+            .await
+            .into_iter()
+            .collect();
+    Ok(merge_sorted(parts?, k as usize, |a, b| by_amount(&a.order, &b.order)))
+}
+
+/// Up to `limit` orders of all shards by id, after `after` (from the first without it): every
+/// shard's first `limit`, merged. The next page starts after the last id returned; an empty page
+/// is the end.
+#[ic_cdk::update]
+async fn scan_orders(after: Option<u64>, limit: u32) -> Result<Vec<OrderRow>, Error> {
+    check_page(limit)?;
+    let shards = shards()?;
+    let parts: Result<Vec<Vec<OrderRow>>, Error> =
+        join_all(shards.iter().map(|&s| async move { ask(s, "shard_scan_orders", &(after, limit)).await }))
+            .await
+            .into_iter()
+            .collect();
+    Ok(merge_sorted(parts?, limit as usize, |a, b| a.id.cmp(&b.id)))
+}
+
 /// The router's log of moves, in SQLite: a move's shards are its users', and the order it holds
 /// is placed with the new user.
 struct OrdersLog;
@@ -384,6 +415,22 @@ fn shard_orders_of(user: u64) -> Result<Vec<OrderRow>, Error> {
 fn shard_count() -> Result<u64, Error> {
     shard_reader()?;
     Ok(shard(|s| s.count_orders().expect("SQLite")))
+}
+
+/// This shard's `k` largest orders, each with its user's email.
+#[ic_cdk::query]
+fn shard_top_orders(k: u32) -> Result<Vec<UserOrder>, Error> {
+    shard_reader()?;
+    check_page(k)?;
+    Ok(shard(|s| s.top_orders(k).expect("SQLite")))
+}
+
+/// Up to `limit` of this shard's orders by id, after `after`.
+#[ic_cdk::query]
+fn shard_scan_orders(after: Option<u64>, limit: u32) -> Result<Vec<OrderRow>, Error> {
+    shard_reader()?;
+    check_page(limit)?;
+    Ok(shard(|s| s.orders_after(after, limit).expect("SQLite")))
 }
 
 /// Gives order `order` of user `from` to user `to`, both of this shard (one `UPDATE`). Its router

@@ -12,8 +12,8 @@ use serde_bytes::ByteBuf;
 
 use crate::router::{self, ask, controller_only, MoveLog};
 use crate::{
-    check_new_shards, finish, hold, may_read, merge_pages, page, place, routes, shard_of, writable, Entry, Error, Move,
-    Page, Role, Stage, Store, MAX_KEY_BYTES, MAX_PAGE, MAX_VALUE_BYTES,
+    check_new_shards, check_page, finish, hold, may_read, merge_pages, page, place, routes, shard_of, writable, Entry,
+    Error, Move, Page, Role, Stage, Store, MAX_KEY_BYTES, MAX_VALUE_BYTES,
 };
 
 type Mem = VirtualMemory<DefaultMemoryImpl>;
@@ -132,13 +132,6 @@ fn check_entry(key: &[u8], value: &[u8]) -> Result<(), Error> {
                 value.len()
             ),
         });
-    }
-    Ok(())
-}
-
-fn check_page(limit: u32) -> Result<(), Error> {
-    if limit == 0 || limit > MAX_PAGE {
-        return Err(Error::InvalidArgument { message: format!("a page of {limit}: 1 to {MAX_PAGE} entries") });
     }
     Ok(())
 }

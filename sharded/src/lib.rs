@@ -36,6 +36,14 @@ pub const MAX_SHARDS: usize = 1024;
 /// The most entries one top-k or scan answer holds.
 pub const MAX_PAGE: u32 = 1000;
 
+/// Refuses a top-k or a page of 0 or more than [`MAX_PAGE`] entries.
+pub fn check_page(limit: u32) -> Result<(), Error> {
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(Error::InvalidArgument { message: format!("a page of {limit}: 1 to {MAX_PAGE} entries") });
+    }
+    Ok(())
+}
+
 /// What the canister is, chosen at install.
 #[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -191,6 +199,31 @@ pub struct OrderRow {
     pub user: u64,
     /// Its amount.
     pub amount: i64,
+}
+
+/// An order joined with its user's email: the join is one shard's, since every order lives on its
+/// user's shard.
+#[derive(CandidType, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct UserOrder {
+    /// The order.
+    pub order: OrderRow,
+    /// Its user's email.
+    pub email: String,
+}
+
+/// The order of a top-k of orders: the largest amount first, then the smallest id.
+pub fn by_amount(a: &OrderRow, b: &OrderRow) -> std::cmp::Ordering {
+    b.amount.cmp(&a.amount).then(a.id.cmp(&b.id))
+}
+
+/// The first `limit` items of all `parts` together in the order `cmp`, when each part is sorted
+/// by `cmp` and holds (at least) its own first `limit`: a top-k or a page gathered from every
+/// shard. Items past a part's end cannot belong before its last one, so the merge is exact.
+pub fn merge_sorted<T>(parts: Vec<Vec<T>>, limit: usize, cmp: impl Fn(&T, &T) -> std::cmp::Ordering) -> Vec<T> {
+    let mut all: Vec<T> = parts.into_iter().flatten().collect();
+    all.sort_by(cmp);
+    all.truncate(limit);
+    all
 }
 
 /// The shard (0..`shards`) that holds `key`: the jump consistent hash of the first 8 bytes of
@@ -511,6 +544,20 @@ mod tests {
 
     fn key(i: u32) -> Vec<u8> {
         Sha256::digest(i.to_le_bytes()).to_vec()
+    }
+
+    #[test]
+    fn pages_and_top_k_merge_to_those_of_all_parts_together() {
+        let parts = vec![vec![1, 4, 9], vec![2, 3, 10, 11], Vec::new(), vec![5]];
+        assert_eq!(merge_sorted(parts.clone(), 4, |a: &u32, b| a.cmp(b)), [1, 2, 3, 4]);
+        assert_eq!(merge_sorted(parts, 100, |a: &u32, b| a.cmp(b)), [1, 2, 3, 4, 5, 9, 10, 11]);
+        let o = |id, amount| OrderRow { id, user: 1, amount };
+        let mut v = [o(3, 5), o(1, 7), o(2, 5), o(4, -1)];
+        v.sort_by(by_amount);
+        assert_eq!(v.iter().map(|o| o.id).collect::<Vec<_>>(), [1, 2, 3, 4]);
+        assert!(check_page(0).is_err());
+        assert_eq!((check_page(1), check_page(MAX_PAGE)), (Ok(()), Ok(())));
+        assert!(check_page(MAX_PAGE + 1).is_err());
     }
 
     #[test]

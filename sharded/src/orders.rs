@@ -10,7 +10,7 @@
 use rusqlite::{params, Connection, OptionalExtension};
 use serde_bytes::ByteBuf;
 
-use crate::{place, Error, Store};
+use crate::{place, Error, OrderRow, Store, UserOrder};
 
 /// The tables of a users/orders shard: `held` records the orders an unfinished move holds.
 pub const SCHEMA: &str = "\
@@ -91,7 +91,7 @@ impl<'c> OrdersShard<'c> {
     }
 
     /// Adds orders in one transaction.
-    pub fn add_orders(&self, orders: &[crate::OrderRow]) -> rusqlite::Result<()> {
+    pub fn add_orders(&self, orders: &[OrderRow]) -> rusqlite::Result<()> {
         let tx = self.conn.unchecked_transaction()?;
         {
             let mut st = tx.prepare_cached("INSERT INTO orders (id, user_id, amount) VALUES (?1, ?2, ?3)")?;
@@ -144,6 +144,34 @@ impl<'c> OrdersShard<'c> {
     pub fn orders_of(&self, user: u64) -> rusqlite::Result<Vec<(u64, i64)>> {
         let mut st = self.conn.prepare_cached("SELECT id, amount FROM orders WHERE user_id = ?1 ORDER BY id")?;
         let rows = st.query_map([user as i64], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?;
+        rows.collect()
+    }
+
+    /// This shard's `k` largest orders (largest amount first, then smallest id: [`by_amount`](crate::by_amount)),
+    /// each joined with its user's email. No index orders amounts: each shard reads all its
+    /// orders, so the work per shard falls as shards are added.
+    pub fn top_orders(&self, k: u32) -> rusqlite::Result<Vec<UserOrder>> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT o.id, o.user_id, o.amount, u.email FROM orders o JOIN users u ON u.id = o.user_id \
+             ORDER BY o.amount DESC, o.id LIMIT ?1",
+        )?;
+        let rows = st.query_map([k], |r| {
+            let order =
+                OrderRow { id: r.get::<_, i64>(0)? as u64, user: r.get::<_, i64>(1)? as u64, amount: r.get(2)? };
+            Ok(UserOrder { order, email: r.get(3)? })
+        })?;
+        rows.collect()
+    }
+
+    /// Up to `limit` of this shard's orders by id, after `after` (from the first without it).
+    pub fn orders_after(&self, after: Option<u64>, limit: u32) -> rusqlite::Result<Vec<OrderRow>> {
+        // Ids are at most i64::MAX (the router refuses larger ones), so none follows a larger `after`.
+        let Ok(after) = after.map_or(Ok(-1), i64::try_from) else { return Ok(Vec::new()) };
+        let mut st =
+            self.conn.prepare_cached("SELECT id, user_id, amount FROM orders WHERE id > ?1 ORDER BY id LIMIT ?2")?;
+        let rows = st.query_map(params![after, limit], |r| {
+            Ok(OrderRow { id: r.get::<_, i64>(0)? as u64, user: r.get::<_, i64>(1)? as u64, amount: r.get(2)? })
+        })?;
         rows.collect()
     }
 
@@ -233,6 +261,48 @@ mod tests {
         let a = 1;
         let b = (2..=20).find(|&u| shard_of(&user_key(u), 2) != shard_of(&user_key(a), 2)).unwrap();
         (a, b)
+    }
+
+    /// Three shards of 30 users and 400 orders (amounts with ties): each shard's top-k and pages,
+    /// merged as the router merges them, answer what one table of every order answers.
+    #[test]
+    fn top_orders_and_pages_gathered_from_every_shard_are_those_of_all_orders() {
+        use crate::{by_amount, merge_sorted};
+        let conns = [(); 3].map(|_| Connection::open_in_memory().unwrap());
+        let shards = conns.each_ref().map(|c| OrdersShard::open(c).unwrap());
+        let on = |user: u64| &shards[shard_of(&user_key(user), 3) as usize];
+        for user in 1..=30u64 {
+            on(user).add_user(user, &format!("user{user}@example.com")).unwrap();
+        }
+        let mut all: Vec<OrderRow> = (1..=400u64)
+            .map(|i| OrderRow { id: i * 7, user: i % 30 + 1, amount: ((i * 37) % 50) as i64 - 10 })
+            .collect();
+        for o in &all {
+            on(o.user).add_order(o.id, Order { user: o.user, amount: o.amount }).unwrap();
+        }
+        assert!(shards.iter().all(|s| s.count_orders().unwrap() > 0));
+        for k in [1, 5, 17, 400, 1000] {
+            let parts = shards.iter().map(|s| s.top_orders(k).unwrap()).collect();
+            let got = merge_sorted(parts, k as usize, |a: &UserOrder, b| by_amount(&a.order, &b.order));
+            let mut want = all.clone();
+            want.sort_by(by_amount);
+            want.truncate(k as usize);
+            assert_eq!(got.iter().map(|u| u.order).collect::<Vec<_>>(), want, "k = {k}");
+            assert!(got.iter().all(|u| u.email == format!("user{}@example.com", u.order.user)));
+        }
+        all.sort();
+        for limit in [1, 7, 64, 1000] {
+            let (mut after, mut paged) = (None, Vec::new());
+            loop {
+                let parts = shards.iter().map(|s| s.orders_after(after, limit).unwrap()).collect();
+                let page = merge_sorted(parts, limit as usize, |a: &OrderRow, b| a.id.cmp(&b.id));
+                let Some(last) = page.last() else { break };
+                after = Some(last.id);
+                paged.extend(page);
+            }
+            assert_eq!(paged, all, "pages of {limit}");
+        }
+        assert!(shards[0].orders_after(Some(u64::MAX), 10).unwrap().is_empty());
     }
 
     #[test]

@@ -14,7 +14,7 @@ use stablebench_report::sharding::{Cost, SHARDED_ORDERS_HEADER};
 use stablebench_runner::canister::{default_controller, Code};
 use stablebench_runner::instrument::Metering;
 use stablebench_runner::network::{Event, SubnetId};
-use stablebench_sharded::{shard_of, Error, Move, OrderRow, Role, Stage};
+use stablebench_sharded::{by_amount, shard_of, Error, Move, OrderRow, Role, Stage, UserOrder};
 
 /// `target/canister/stablebench_sharded_orders.wasm` (scripts/build.sh sharded_orders), loaded once.
 fn code() -> Arc<Code> {
@@ -63,10 +63,27 @@ fn load(set: &mut Set, users: u64, orders: u64) -> Model {
     model
 }
 
-/// Every user's orders read back through the router as the model has them, and the count.
+/// Every user's orders read back through the router as the model has them, the count, the ten
+/// largest orders with their users' emails, and every order paged through by id.
 fn check_model(set: &mut Set, model: &Model) {
     let count: Result<u64, Error> = set.call(set.router, "count_orders", &()).0;
     assert_eq!(count, Ok(model.values().map(|v| v.len() as u64).sum()));
+    let mut all: Vec<OrderRow> = model.values().flatten().copied().collect();
+    all.sort_by(by_amount);
+    let top: Result<Vec<UserOrder>, Error> = set.call(set.router, "top_orders", &(10u32,)).0;
+    let want: Vec<UserOrder> =
+        all[..10].iter().map(|&order| UserOrder { order, email: format!("user{}@example.com", order.user) }).collect();
+    assert_eq!(top, Ok(want));
+    all.sort();
+    let (mut after, mut paged) = (None::<u64>, Vec::new());
+    loop {
+        let page: Result<Vec<OrderRow>, Error> = set.call(set.router, "scan_orders", &(after, 1000u32)).0;
+        let page = page.unwrap();
+        let Some(last) = page.last() else { break };
+        after = Some(last.id);
+        paged.extend(page);
+    }
+    assert_eq!(paged, all);
     for (&user, orders) in model {
         let got: Result<Vec<OrderRow>, Error> = set.call(set.router, "orders_of", &(user,)).0;
         assert_eq!(got.as_ref(), Ok(orders), "user {user}");
@@ -111,6 +128,22 @@ fn a_sharded_users_orders_set_holds_what_a_model_holds() {
             .collect();
         assert_eq!(counts.iter().sum::<u64>(), 600);
         assert!(n == 1 || counts.iter().all(|&c| c > 0), "{counts:?}");
+        // Pages of 7 by id, each shard's first 7 merged, list every order once.
+        let (mut after, mut pages) = (None::<u64>, 0);
+        let mut ids = Vec::new();
+        while let Ok(page) = set.call::<_, Result<Vec<OrderRow>, Error>>(set.router, "scan_orders", &(after, 7u32)).0 {
+            let Some(last) = page.last() else { break };
+            assert!(page.len() <= 7);
+            (after, pages) = (Some(last.id), pages + 1);
+            ids.extend(page.iter().map(|o| o.id));
+        }
+        assert_eq!((ids, pages), ((1..=600).collect::<Vec<u64>>(), 86));
+        for refused in [0u32, 1001] {
+            let top: Result<Vec<UserOrder>, Error> = set.call(set.router, "top_orders", &(refused,)).0;
+            assert!(matches!(top, Err(Error::InvalidArgument { .. })), "top_orders({refused}): {top:?}");
+            let page: Result<Vec<OrderRow>, Error> = set.call(set.router, "scan_orders", &(None::<u64>, refused)).0;
+            assert!(matches!(page, Err(Error::InvalidArgument { .. })), "scan_orders(null, {refused}): {page:?}");
+        }
     }
 }
 
@@ -225,11 +258,13 @@ fn a_router_that_traps_mid_move_and_upgraded_shards_lose_nothing() {
 }
 
 /// The operations of `docs/sharding.md`'s users/orders tables (name, title).
-const OPERATIONS: [(&str, &str); 6] = [
+const OPERATIONS: [(&str, &str); 8] = [
     ("orders_of", "`orders_of` a user through the router"),
     ("shard_orders_of", "`shard_orders_of` on the user's shard (the client routes)"),
     ("add_orders", "`add_orders`, 100 new orders of 100 users"),
     ("count_orders", "`count_orders` (every shard)"),
+    ("top_orders", "`top_orders(10)`, joined with the users' emails (every shard)"),
+    ("scan_orders", "`scan_orders(null, 100)`, the first page of orders by id (every shard)"),
     ("move_order", "`move_order` to a user on another shard (one UPDATE when there is one shard)"),
     ("move_order_within", "`move_order` to a user on the same shard (one UPDATE)"),
 ];
@@ -257,6 +292,8 @@ fn measure(n: u64, across_subnets: bool) -> Vec<Cost> {
         (0..100).map(|i| OrderRow { id: ORDERS + 1 + i, user: i % USERS + 1, amount: 1 }).collect();
     run(&mut set, router, "add_orders", candid::encode_one(new).unwrap());
     run(&mut set, router, "count_orders", candid::encode_args(()).unwrap());
+    run(&mut set, router, "top_orders", candid::encode_one(10u32).unwrap());
+    run(&mut set, router, "scan_orders", candid::encode_args((None::<u64>, 100u32)).unwrap());
     let order = model[&user][0].id;
     let other =
         (1..=USERS).find(|&u| u != user && (n == 1 || shard_of_user(&set, u) != shard_of_user(&set, user))).unwrap();
@@ -276,11 +313,11 @@ fn what_each_operation_costs_against_the_number_of_shards() {
     let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
     let measured = sets::results(&OPERATIONS, &SHARDS, &same, &across, ORDERS);
     for c in &same {
-        assert_eq!((c[0].executions, c[1].executions, c[5].executions), (3, 1, 3));
+        assert_eq!((c[0].executions, c[1].executions, c[7].executions), (3, 1, 3));
         assert!(c.iter().all(|c| c.rounds == 1));
     }
     // Across shards a move is three round trips: nine executions, its reply in round 13 with the
     // shards on another subnet.
-    assert!(same[1..].iter().all(|c| c[4].executions == 9) && across[1..].iter().all(|c| c[4].rounds == 13));
+    assert!(same[1..].iter().all(|c| c[6].executions == 9) && across[1..].iter().all(|c| c[6].rounds == 13));
     sets::keep("sharded_orders_results.yml", SHARDED_ORDERS_HEADER, &measured, "sharded");
 }
