@@ -81,6 +81,9 @@ for name in "${!built[@]}"; do
     || die "icp build's $name wasm differs from scripts/build.sh's $OUT_DIR/$name.wasm"
 done
 
+log "checking scripts/deploy-sharded.sh against stand-ins for dfx and icp-cli, and icp-cli's parsing of its calls"
+"$ROOT/scripts/deploy-sharded-check.sh"
+
 # The toy is the ic-sqlite-vfs benchmark canister with one more feature (about 15 s; the grid's
 # run builds that canister again without it).
 log "building the ic-sqlite-vfs benchmark canister with the test-only toy workload (runner/tests/toy.rs)"
