@@ -18,6 +18,8 @@ pub mod live;
 pub mod profiles;
 #[cfg(feature = "candid")]
 pub mod reply;
+#[cfg(feature = "sharded")]
+pub mod sharded;
 pub mod sysrepo;
 #[cfg(feature = "toy")]
 pub mod toy;

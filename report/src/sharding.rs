@@ -17,6 +17,7 @@ use stablebench_grid::ic::{
     MEMORY_MANAGER_MAX_BYTES, QUERY_INSTRUCTION_LIMIT, UPDATE_INSTRUCTION_LIMIT,
 };
 use stablebench_grid::profiles::DEFAULT;
+use stablebench_grid::sharded;
 
 use crate::chart::compact;
 use crate::results::Results;
@@ -78,6 +79,28 @@ impl Sharded {
     pub fn counts(&self) -> Vec<u64> {
         self.operations.first().map(|o| o.shards.keys().copied().collect()).unwrap_or_default()
     }
+}
+
+/// Whether `results`, `set`'s results file, holds exactly the cells `stablebench_grid::sharded`
+/// declares for it: its operations (names and titles) in order, each on every number of shards,
+/// and its data's size.
+pub fn check_declared(set: sharded::Set, results: &Sharded) -> Result<(), String> {
+    let file = set.results_file();
+    let declared: Vec<(&str, &str)> = set.operations().iter().map(|o| (o.name, o.title)).collect();
+    let held: Vec<(&str, &str)> = results.operations.iter().map(|o| (o.name.as_str(), o.title.as_str())).collect();
+    if declared != held {
+        return Err(format!("{file} holds the operations {held:?}, the grid declares {declared:?}"));
+    }
+    for op in &results.operations {
+        let counts: Vec<u64> = op.shards.keys().copied().collect();
+        if counts != sharded::SHARD_COUNTS {
+            return Err(format!("{file}: {} measured on {counts:?} shards, not {:?}", op.name, sharded::SHARD_COUNTS));
+        }
+    }
+    if results.keys != set.keys() {
+        return Err(format!("{file} was measured on {} keys, the grid declares {}", results.keys, set.keys()));
+    }
+    Ok(())
 }
 
 /// `sharded_results.yml`'s first lines.

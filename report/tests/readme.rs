@@ -12,6 +12,7 @@
 use stablebench::bench::BENCHES;
 use stablebench::pragma::DEFAULT;
 use stablebench_grid::cells::{Backend, Cell, Op, Workload, DB_WEIGHT_SIZE};
+use stablebench_grid::sharded::Set;
 use stablebench_report::mainnet::Topic;
 use stablebench_report::results::Results;
 use stablebench_report::{self as report, chia, kv, mainnet, scaling, sharding, site, sysrepo, vfs};
@@ -162,6 +163,17 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         sharding::PerCall,
         sharding::Storage,
     ) = (yaml(SHARDED), yaml(SHARDED_ORDERS), yaml(PER_CALL), yaml(STORAGE));
+    // The results files hold the sharded cells the grid declares, and a file that does not is
+    // found.
+    for (set, file) in [(Set::Kv, &sharded), (Set::Orders, &orders)] {
+        sharding::check_declared(set, file).unwrap();
+        let mut short = file.clone();
+        short.operations.pop();
+        assert!(sharding::check_declared(set, &short).is_err(), "{set:?}: an operation missing");
+        let mut fewer = file.clone();
+        fewer.operations[0].shards.remove(&16);
+        assert!(sharding::check_declared(set, &fewer).is_err(), "{set:?}: a shard count missing");
+    }
     let one_canister = sharding::one_canister(&sharding::Inputs {
         mainnet: &ic,
         per_call: &per_call,

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use candid::utils::ArgumentEncoder;
 use candid::Principal;
 use serde::de::DeserializeOwned;
+use stablebench_grid::sharded;
 use stablebench_report::sharding::{Cost, Operation, Sharded};
 use stablebench_runner::canister::{default_controller, Code, Options};
 use stablebench_runner::network::{Network, SubnetId, Traced};
@@ -101,30 +102,64 @@ impl Set {
     }
 }
 
-/// The results file of a cost test: the operations (name, title) measured on every number of
-/// `shards`, on one subnet (`same`, per number of shards, per operation) and with the shards on
-/// another (`across`: only their rounds are kept), for a set holding `keys` entries.
-pub fn results(
-    operations: &[(&str, &str)],
-    shards: &[u64],
-    same: &[Vec<Cost>],
-    across: &[Vec<Cost>],
-    keys: u64,
-) -> Sharded {
-    let operations = operations
+/// The results file of `set`'s cost test: its operations (`stablebench_grid::sharded`) measured
+/// on every number of shards, on one subnet (`same`, per number of shards, per operation) and
+/// with the shards on another (`across`: only their rounds are kept).
+pub fn results(set: sharded::Set, same: &[Vec<Cost>], across: &[Vec<Cost>]) -> Sharded {
+    let operations = set
+        .operations()
         .iter()
         .enumerate()
-        .map(|(i, (name, title))| Operation {
-            name: name.to_string(),
-            title: title.to_string(),
-            shards: shards
+        .map(|(i, op)| Operation {
+            name: op.name.to_string(),
+            title: op.title.to_string(),
+            shards: sharded::SHARD_COUNTS
                 .iter()
                 .enumerate()
                 .map(|(j, &n)| (n, Cost { rounds_across: across[j][i].rounds, ..same[j][i] }))
                 .collect(),
         })
         .collect();
-    Sharded { keys, nodes: stablebench_grid::ic::prices::SUBNET_NODES, operations }
+    Sharded { keys: set.keys(), nodes: stablebench_grid::ic::prices::SUBNET_NODES, operations }
+}
+
+/// What `measure(n, across_subnets)` measured for every number of shards, on one subnet and
+/// across two: each a cost per operation of the set, in its order.
+pub fn measure_all(set: sharded::Set, measure: impl Fn(u64, bool) -> Vec<Cost>) -> (Vec<Vec<Cost>>, Vec<Vec<Cost>>) {
+    let [same, across] =
+        [false, true].map(|a| sharded::SHARD_COUNTS.iter().map(|&n| measure(n, a)).collect::<Vec<_>>());
+    for costs in same.iter().chain(&across) {
+        assert_eq!(costs.len(), set.operations().len(), "{set:?}: one cost per operation");
+    }
+    (same, across)
+}
+
+/// A cost test's measurements on one set of shards: each operation's ingress message, in the
+/// order `stablebench_grid::sharded` declares them.
+pub struct Measuring {
+    ops: &'static [sharded::Operation],
+    /// The costs so far.
+    pub costs: Vec<Cost>,
+}
+
+impl Measuring {
+    /// Nothing measured yet of `set`'s operations.
+    pub fn new(set: sharded::Set) -> Measuring {
+        Measuring { ops: set.operations(), costs: Vec::new() }
+    }
+
+    /// Measures operation `op` (the next one declared): `method` on `to` with `arg`, from the
+    /// controller, which must succeed (`Ok` when it answers a `Result`).
+    pub fn run(&mut self, set: &mut Set, op: &str, to: Principal, method: &str, arg: Vec<u8>) {
+        let declared = self.ops.get(self.costs.len()).map(|o| o.name);
+        assert_eq!(declared, Some(op), "operations measured out of their declared order");
+        let t = set.net.update(to, method, &arg, default_controller());
+        let reply = t.result.as_ref().unwrap_or_else(|e| panic!("{op}: {e}"));
+        if let Ok(r) = candid::decode_one::<Result<candid::Reserved, Error>>(reply) {
+            assert!(r.is_ok(), "{op}: {r:?}");
+        }
+        self.costs.push(set.cost_of(&t));
+    }
 }
 
 /// Writes `measured` to the repository's `file` (after `header`) with

@@ -12,9 +12,10 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
 use candid::Principal;
-use common::sets::{self, Set};
+use common::sets::{self, Measuring, Set};
 use serde_bytes::ByteBuf;
 use sha2::{Digest, Sha256};
+use stablebench_grid::sharded::{self, KV_ENTRIES, KV_LOAD_BATCH};
 use stablebench_report::sharding::{Cost, SHARDED_HEADER};
 use stablebench_runner::canister::{default_controller, Code, Options};
 use stablebench_runner::instrument::Metering;
@@ -197,50 +198,33 @@ fn routing_costs_one_hop() {
     }
 }
 
-/// The operations of `docs/sharding.md`'s tables (name, title), each on a set of `n` shards
-/// holding `KEYS` entries (loaded in batches of 400), the shards on the router's subnet or on
-/// another one.
-const OPERATIONS: [(&str, &str); 9] = [
-    ("get", "`get` through the router"),
-    ("shard_get", "`shard_get` on the key's shard (the client routes)"),
-    ("put", "`put` through the router (a key that exists)"),
-    ("shard_put", "`shard_put` on the key's shard (the client routes)"),
-    ("put_batch", "`put_batch`, 100 new entries"),
-    ("len", "`len` (every shard)"),
-    ("top", "`top(10)` (every shard)"),
-    ("scan", "`scan(null, 100)`, the first page (every shard)"),
-    ("move_entry", "`move_entry` to a new key on another shard (hold, place, finish)"),
-];
-const KEYS: u32 = 1_600;
-const SHARDS: [u64; 5] = [1, 2, 4, 8, 16];
-
+/// Each operation of `stablebench_grid::sharded::KV_OPERATIONS`, in order, on a set of `n`
+/// shards holding `KV_ENTRIES` entries (loaded in batches of `KV_LOAD_BATCH`), the shards on the
+/// router's subnet or on another one.
 fn measure(n: u64, across: bool) -> Vec<Cost> {
     let mut set = deploy(n, if across { 2 } else { 1 }, |_| if across { 1 } else { 0 });
-    for batch in 0..KEYS / 400 {
+    let (entries_held, batch) = (KV_ENTRIES as u32, KV_LOAD_BATCH as u32);
+    for b in 0..entries_held / batch {
         let (stored, _): (Result<u64, Error>, _) =
-            set.call(set.router, "put_batch", &(entries(batch * 400..(batch + 1) * 400),));
-        assert_eq!(stored, Ok(400));
+            set.call(set.router, "put_batch", &(entries(b * batch..(b + 1) * batch),));
+        assert_eq!(stored, Ok(batch.into()));
     }
     let shard = set.shards[shard_of(&key(5), n as u32) as usize];
     let router = set.router;
-    let mut costs = Vec::new();
-    let mut run = |set: &mut Set, to, method: &str, arg: Vec<u8>| {
-        let t = set.net.update(to, method, &arg, default_controller());
-        assert!(t.result.is_ok(), "{method}: {:?}", t.result);
-        costs.push(set.cost_of(&t));
-    };
-    run(&mut set, router, "get", candid::encode_one(key(5)).unwrap());
-    run(&mut set, shard, "shard_get", candid::encode_one(key(5)).unwrap());
-    run(&mut set, router, "put", candid::encode_args((key(5), value(5))).unwrap());
-    run(&mut set, shard, "shard_put", candid::encode_args((key(5), value(5))).unwrap());
-    run(&mut set, router, "put_batch", candid::encode_one(entries(KEYS..KEYS + 100)).unwrap());
-    run(&mut set, router, "len", candid::encode_args(()).unwrap());
-    run(&mut set, router, "top", candid::encode_one(10u32).unwrap());
-    run(&mut set, router, "scan", candid::encode_args((None::<ByteBuf>, 100u32)).unwrap());
+    let mut m = Measuring::new(sharded::Set::Kv);
+    m.run(&mut set, "get", router, "get", candid::encode_one(key(5)).unwrap());
+    m.run(&mut set, "shard_get", shard, "shard_get", candid::encode_one(key(5)).unwrap());
+    m.run(&mut set, "put", router, "put", candid::encode_args((key(5), value(5))).unwrap());
+    m.run(&mut set, "shard_put", shard, "shard_put", candid::encode_args((key(5), value(5))).unwrap());
+    let new = entries(entries_held..entries_held + 100);
+    m.run(&mut set, "put_batch", router, "put_batch", candid::encode_one(new).unwrap());
+    m.run(&mut set, "len", router, "len", candid::encode_args(()).unwrap());
+    m.run(&mut set, "top", router, "top", candid::encode_one(10u32).unwrap());
+    m.run(&mut set, "scan", router, "scan", candid::encode_args((None::<ByteBuf>, 100u32)).unwrap());
     // With one shard the new key is on the same one.
     let to = (10_000..).find(|&t| n == 1 || shard_of(&key(t), n as u32) != shard_of(&key(5), n as u32)).unwrap();
-    run(&mut set, router, "move_entry", candid::encode_args((key(5), key(to))).unwrap());
-    costs
+    m.run(&mut set, "move_entry", router, "move_entry", candid::encode_args((key(5), key(to))).unwrap());
+    m.costs
 }
 
 /// `sharded_results.yml`, from which `scripts/report.sh` writes docs/sharding.md's cost tables
@@ -251,9 +235,8 @@ fn measure(n: u64, across: bool) -> Vec<Cost> {
 /// Written with `STABLEBENCH_REGENERATE_SHARDED=1`, else compared exactly.
 #[test]
 fn what_each_operation_costs_against_the_number_of_shards() {
-    let same: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, false)).collect();
-    let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
-    let measured = sets::results(&OPERATIONS, &SHARDS, &same, &across, KEYS.into());
+    let (same, across) = sets::measure_all(sharded::Set::Kv, measure);
+    let measured = sets::results(sharded::Set::Kv, &same, &across);
     // The shape the tables show: a routed call is the direct one plus the router's two
     // executions; a fan-out grows with every shard; on one subnet everything replies in the
     // ingress message's round, across subnets a routed call waits 4 rounds more.

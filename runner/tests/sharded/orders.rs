@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 
-use crate::common::sets::{self, Set};
+use crate::common::sets::{self, Measuring, Set};
 use candid::Principal;
+use stablebench_grid::sharded::{self, ORDERS_LOAD_BATCH, ORDERS_ORDERS, ORDERS_USERS};
 use stablebench_report::sharding::{Cost, SHARDED_ORDERS_HEADER};
 use stablebench_runner::canister::{default_controller, Code};
 use stablebench_runner::instrument::Metering;
@@ -41,15 +42,15 @@ fn shard_of_user(set: &Set, user: u64) -> Principal {
 type Model = BTreeMap<u64, Vec<OrderRow>>;
 
 /// Users 1..=`users`, and `orders` orders: order `i` (from 1) belongs to user `i % users + 1`,
-/// amount `i`; loaded in batches of 500.
+/// amount `i`; loaded in batches of `ORDERS_LOAD_BATCH`.
 fn load(set: &mut Set, users: u64, orders: u64) -> Model {
     let all: Vec<(u64, String)> = (1..=users).map(|u| (u, format!("user{u}@example.com"))).collect();
-    for batch in all.chunks(500) {
+    for batch in all.chunks(ORDERS_LOAD_BATCH as usize) {
         let added: Result<u64, Error> = set.call(set.router, "add_users", &(batch.to_vec(),)).0;
         assert_eq!(added, Ok(batch.len() as u64));
     }
     let rows: Vec<OrderRow> = (1..=orders).map(|i| OrderRow { id: i, user: i % users + 1, amount: i as i64 }).collect();
-    for batch in rows.chunks(500) {
+    for batch in rows.chunks(ORDERS_LOAD_BATCH as usize) {
         let added: Result<u64, Error> = set.call(set.router, "add_orders", &(batch.to_vec(),)).0;
         assert_eq!(added, Ok(batch.len() as u64));
     }
@@ -257,51 +258,33 @@ fn a_router_that_traps_mid_move_and_upgraded_shards_lose_nothing() {
     check_model(&mut set, &model);
 }
 
-/// The operations of `docs/sharding.md`'s users/orders tables (name, title).
-const OPERATIONS: [(&str, &str); 8] = [
-    ("orders_of", "`orders_of` a user through the router"),
-    ("shard_orders_of", "`shard_orders_of` on the user's shard (the client routes)"),
-    ("add_orders", "`add_orders`, 100 new orders of 100 users"),
-    ("count_orders", "`count_orders` (every shard)"),
-    ("top_orders", "`top_orders(10)`, joined with the users' emails (every shard)"),
-    ("scan_orders", "`scan_orders(null, 100)`, the first page of orders by id (every shard)"),
-    ("move_order", "`move_order` to a user on another shard (one UPDATE when there is one shard)"),
-    ("move_order_within", "`move_order` to a user on the same shard (one UPDATE)"),
-];
-const USERS: u64 = 200;
-const ORDERS: u64 = 2_000;
-const SHARDS: [u64; 5] = [1, 2, 4, 8, 16];
-
+/// Each operation of `stablebench_grid::sharded::ORDERS_OPERATIONS`, in order, on a set of `n`
+/// shards holding `ORDERS_USERS` users and `ORDERS_ORDERS` orders, the shards on the router's
+/// subnet or on another one.
 fn measure(n: u64, across_subnets: bool) -> Vec<Cost> {
     let mut set = deploy(n, if across_subnets { 2 } else { 1 }, |_| if across_subnets { 1 } else { 0 });
-    let model = load(&mut set, USERS, ORDERS);
+    let model = load(&mut set, ORDERS_USERS, ORDERS_ORDERS);
     let router = set.router;
-    let mut costs = Vec::new();
-    let mut run = |set: &mut Set, to, method: &str, arg: Vec<u8>| {
-        let t = set.net.update(to, method, &arg, default_controller());
-        assert!(t.result.is_ok(), "{method}: {:?}", t.result);
-        let reply: Result<candid::Reserved, Error> = candid::decode_one(t.result.as_ref().unwrap()).unwrap();
-        assert!(reply.is_ok(), "{method}: {reply:?}");
-        costs.push(set.cost_of(&t));
-    };
+    let mut m = Measuring::new(sharded::Set::Orders);
     let user = 5u64;
-    run(&mut set, router, "orders_of", candid::encode_one(user).unwrap());
+    m.run(&mut set, "orders_of", router, "orders_of", candid::encode_one(user).unwrap());
     let shard = shard_of_user(&set, user);
-    run(&mut set, shard, "shard_orders_of", candid::encode_one(user).unwrap());
+    m.run(&mut set, "shard_orders_of", shard, "shard_orders_of", candid::encode_one(user).unwrap());
     let new: Vec<OrderRow> =
-        (0..100).map(|i| OrderRow { id: ORDERS + 1 + i, user: i % USERS + 1, amount: 1 }).collect();
-    run(&mut set, router, "add_orders", candid::encode_one(new).unwrap());
-    run(&mut set, router, "count_orders", candid::encode_args(()).unwrap());
-    run(&mut set, router, "top_orders", candid::encode_one(10u32).unwrap());
-    run(&mut set, router, "scan_orders", candid::encode_args((None::<u64>, 100u32)).unwrap());
+        (0..100).map(|i| OrderRow { id: ORDERS_ORDERS + 1 + i, user: i % ORDERS_USERS + 1, amount: 1 }).collect();
+    m.run(&mut set, "add_orders", router, "add_orders", candid::encode_one(new).unwrap());
+    m.run(&mut set, "count_orders", router, "count_orders", candid::encode_args(()).unwrap());
+    m.run(&mut set, "top_orders", router, "top_orders", candid::encode_one(10u32).unwrap());
+    m.run(&mut set, "scan_orders", router, "scan_orders", candid::encode_args((None::<u64>, 100u32)).unwrap());
     let order = model[&user][0].id;
-    let other =
-        (1..=USERS).find(|&u| u != user && (n == 1 || shard_of_user(&set, u) != shard_of_user(&set, user))).unwrap();
-    run(&mut set, router, "move_order", candid::encode_args((order, user, other)).unwrap());
+    let other = (1..=ORDERS_USERS)
+        .find(|&u| u != user && (n == 1 || shard_of_user(&set, u) != shard_of_user(&set, user)))
+        .unwrap();
+    m.run(&mut set, "move_order", router, "move_order", candid::encode_args((order, user, other)).unwrap());
     let order = model[&user][1].id;
-    let same = (1..=USERS).find(|&u| u != user && shard_of_user(&set, u) == shard_of_user(&set, user)).unwrap();
-    run(&mut set, router, "move_order", candid::encode_args((order, user, same)).unwrap());
-    costs
+    let same = (1..=ORDERS_USERS).find(|&u| u != user && shard_of_user(&set, u) == shard_of_user(&set, user)).unwrap();
+    m.run(&mut set, "move_order_within", router, "move_order", candid::encode_args((order, user, same)).unwrap());
+    m.costs
 }
 
 /// `sharded_orders_results.yml`: what each operation costs against the number of shards, on one
@@ -309,9 +292,8 @@ fn measure(n: u64, across_subnets: bool) -> Vec<Cost> {
 /// compared exactly.
 #[test]
 fn what_each_operation_costs_against_the_number_of_shards() {
-    let same: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, false)).collect();
-    let across: Vec<Vec<Cost>> = SHARDS.iter().map(|&n| measure(n, true)).collect();
-    let measured = sets::results(&OPERATIONS, &SHARDS, &same, &across, ORDERS);
+    let (same, across) = sets::measure_all(sharded::Set::Orders, measure);
+    let measured = sets::results(sharded::Set::Orders, &same, &across);
     for c in &same {
         assert_eq!((c[0].executions, c[1].executions, c[7].executions), (3, 1, 3));
         assert!(c.iter().all(|c| c.rounds == 1));
