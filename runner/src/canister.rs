@@ -74,6 +74,10 @@ pub struct Options {
     pub print_output: bool,
     /// The canister's `wasm_memory_limit` setting in bytes (default 3 GiB; 0: none).
     pub wasm_memory_limit: u64,
+    /// The canister's `memory_allocation` setting in bytes (default 0: best effort): its heap
+    /// and stable memory together may not grow past it (a stable grow answers -1, a heap grow
+    /// traps).
+    pub memory_allocation: u64,
     /// The canister's environment variables (canister settings), any order.
     pub env_vars: Vec<(String, String)>,
     /// Which replica's charges apply (the `ic` model needs code that tracks the pages it
@@ -91,6 +95,7 @@ impl Default for Options {
             limits: Limits::PRODUCTION,
             print_output: false,
             wasm_memory_limit: replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES,
+            memory_allocation: 0,
             env_vars: Vec::new(),
             cost_model: CostModel::Canbench,
             ic_from: host::IcFrom::Start,
@@ -104,6 +109,7 @@ impl Options {
         let mut host = Host::new(self.canister_id, self.controllers.clone());
         host.print_output = self.print_output;
         host.wasm_memory_limit = self.wasm_memory_limit;
+        host.memory_allocation = self.memory_allocation;
         host.env_vars = self.env_vars.clone();
         host.env_vars.sort();
         host.model = self.cost_model;
@@ -702,6 +708,19 @@ impl Canister {
         self.memory().map_or(0, |m| m.data_size(&self.store) as u64)
     }
 
+    /// Sets the canister's `memory_allocation` in bytes (0: best effort), as a controller's
+    /// `update_settings` does between two messages. Refused below what the heap and stable
+    /// memory use now, as the replica refuses it.
+    pub fn set_memory_allocation(&mut self, bytes: u64) -> Result<()> {
+        let used = self.heap_bytes() + self.stable_memory().len() as u64;
+        if bytes != 0 && bytes < used {
+            bail!("a memory allocation of {bytes} bytes is below the {used} bytes the canister uses");
+        }
+        self.opts.memory_allocation = bytes;
+        self.store.data_mut().memory_allocation = bytes;
+        Ok(())
+    }
+
     /// The code the canister runs.
     pub fn code(&self) -> &Arc<Code> {
         &self.code
@@ -1287,6 +1306,7 @@ impl Canister {
             metering: self.code.metering != Metering::Off,
             limits: self.opts.limits,
             wasm_memory_limit: h.wasm_memory_limit,
+            memory_allocation: h.memory_allocation,
             env_vars: h.env_vars.clone(),
             cost_model: self.opts.cost_model,
             globals: snap.globals.iter().map(|(g, v)| Ok((*g, GlobalValue::of(v)?))).collect::<Result<_>>()?,
@@ -1316,6 +1336,7 @@ impl Canister {
             limits: state.limits,
             print_output,
             wasm_memory_limit: state.wasm_memory_limit,
+            memory_allocation: state.memory_allocation,
             env_vars: state.env_vars,
             cost_model: state.cost_model,
             ic_from: host::IcFrom::Start,
@@ -1363,6 +1384,9 @@ struct SavedState {
     metering: bool,
     limits: Limits,
     wasm_memory_limit: u64,
+    /// Saved before memory allocations existed: none.
+    #[serde(default)]
+    memory_allocation: u64,
     env_vars: Vec<(String, String)>,
     /// Saved before the cost models existed: canbench.
     #[serde(default)]

@@ -87,6 +87,9 @@ pub enum Trap {
     HeapOutOfBounds,
     /// A page budget of this execution was exceeded.
     PageLimit(&'static str),
+    /// The canister's memory would outgrow its `memory_allocation` (the heap's `memory.grow`; a
+    /// stable grow fails with -1 instead).
+    OutOfMemory,
     /// `memory.grow` past the canister's `wasm_memory_limit`.
     WasmMemoryLimit {
         /// The limit, bytes.
@@ -112,6 +115,8 @@ impl fmt::Display for Trap {
                 f,
                 "Exceeded the limit for the number of {which} pages in the stable memory in a single execution"
             ),
+            // The replica's text for HypervisorError::OutOfMemory since dfinity/ic#5358 (2025-05-30).
+            Trap::OutOfMemory => write!(f, "Canister cannot grow its memory usage."),
             Trap::WasmMemoryLimit { limit, wanted } => write!(
                 f,
                 "Canister exceeded its current Wasm memory limit of {limit} bytes (memory.grow to {wanted} bytes)"
@@ -385,6 +390,9 @@ pub struct Host {
     pub env_vars: Vec<(String, String)>,
     /// `wasm_memory_limit` in bytes (canister settings); 0 means none.
     pub wasm_memory_limit: u64,
+    /// `memory_allocation` in bytes (canister settings); 0 means best effort. The heap and stable
+    /// memory together may not grow past it ([`Host::fits_allocation`]).
+    pub memory_allocation: u64,
     /// Print `debug_print` output to stderr.
     pub print_output: bool,
     /// Captured `debug_print` lines of the current execution.
@@ -716,6 +724,7 @@ impl Host {
             certified_data: Vec::new(),
             env_vars: Vec::new(),
             wasm_memory_limit: replica::DEFAULT_WASM_MEMORY_LIMIT_BYTES,
+            memory_allocation: 0,
             print_output: false,
             output: Vec::new(),
             limit: 0,
@@ -797,6 +806,7 @@ impl Host {
         h.certified_data = self.certified_data.clone();
         h.env_vars = self.env_vars.clone();
         h.wasm_memory_limit = self.wasm_memory_limit;
+        h.memory_allocation = self.memory_allocation;
         h.print_output = self.print_output;
         h.stable = StableMemory::from_bytes(self.stable.bytes.clone());
         h.model = self.model;
@@ -806,10 +816,25 @@ impl Host {
     }
 }
 
+impl Host {
+    /// Whether a canister whose heap is `heap_bytes` and stable memory `stable_bytes` stays within
+    /// its `memory_allocation` (always, without one). The replica counts more in a canister's
+    /// memory usage (its module, globals, messages in its queues, snapshots); this counts the two
+    /// memories a canister grows itself. The replica's `try_grow_stable_memory` answers -1 and
+    /// `try_grow_wasm_memory` traps when an execution would grow past it (dfinity/ic
+    /// `rs/system_api/src/lib.rs`, read 2026-11-28; the interface specification's
+    /// `memory_allocation`: "any attempt to grow memory usage beyond the memory allocation will
+    /// fail", dfinity/interface-spec#300).
+    pub fn fits_allocation(&self, heap_bytes: u64, stable_bytes: u64) -> bool {
+        self.memory_allocation == 0 || heap_bytes.saturating_add(stable_bytes) <= self.memory_allocation
+    }
+}
+
 impl wasmtime::ResourceLimiter for Host {
     /// `memory.grow` of the heap: past 4 GiB it fails (-1), as in any wasm32 engine; past the
     /// canister's `wasm_memory_limit` in an execution where the limit applies it traps, as the
-    /// replica's `try_grow_wasm_memory` does.
+    /// replica's `try_grow_wasm_memory` does, and so it does past the canister's
+    /// `memory_allocation` ([`Trap::OutOfMemory`]).
     fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let desired = desired as u64;
         if desired > replica::MAX_WASM32_HEAP_BYTES {
@@ -823,6 +848,10 @@ impl wasmtime::ResourceLimiter for Host {
             && self.msg.kind.enforces_wasm_memory_limit()
         {
             return trap(Trap::WasmMemoryLimit { limit, wanted: desired });
+        }
+        if self.executing && desired > current as u64 && !self.fits_allocation(desired, self.stable.bytes.len() as u64)
+        {
+            return trap(Trap::OutOfMemory);
         }
         Ok(true)
     }
@@ -1534,6 +1563,9 @@ fn add_stable(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     })?;
     linker.func_wrap("ic0", "stable64_grow", |mut c: Caller<'_, Host>, pages: i64| -> HostResult<i64> {
         charge(&mut c, fee::STABLE_GROW)?;
+        if !stable_fits(&mut c, pages as u64)? {
+            return Ok(-1);
+        }
         Ok(c.data_mut().stable.grow(pages as u64).map_or(-1, |old| old as i64))
     })?;
     linker.func_wrap(
@@ -1559,10 +1591,10 @@ fn add_stable(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     })?;
     linker.func_wrap("ic0", "stable_grow", |mut c: Caller<'_, Host>, pages: i32| -> HostResult<i32> {
         charge(&mut c, fee::STABLE_GROW)?;
-        let s = &mut c.data_mut().stable;
-        if s.pages() + pages as u32 as u64 > 65_536 {
+        if c.data().stable.pages() + pages as u32 as u64 > 65_536 || !stable_fits(&mut c, pages as u32 as u64)? {
             return Ok(-1);
         }
+        let s = &mut c.data_mut().stable;
         Ok(s.grow(pages as u32 as u64).map_or(-1, |old| old as i32))
     })?;
     linker.func_wrap(
@@ -1580,6 +1612,16 @@ fn add_stable(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
         },
     )?;
     Ok(())
+}
+
+/// Whether stable memory may grow by `pages` within the canister's `memory_allocation`.
+fn stable_fits(c: &mut Caller<'_, Host>, pages: u64) -> HostResult<bool> {
+    if c.data().memory_allocation == 0 {
+        return Ok(true);
+    }
+    let (mem, host) = heap(c)?;
+    let stable = (host.stable.pages().saturating_add(pages)).saturating_mul(WASM_PAGE);
+    Ok(host.fits_allocation(mem.len() as u64, stable))
 }
 
 fn stable_read(c: &mut Caller<'_, Host>, dst: u64, off: u64, len: u64) -> HostResult<()> {

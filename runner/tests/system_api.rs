@@ -1,6 +1,6 @@
 //! The system API beyond what stablebench's own canister uses: every `ic0` import a canister
 //! built with ic-cdk 0.18-0.20 may have loads; context rules, environment variables, per-execution
-//! logging fees, calls and callbacks, timers, the wasm memory limit, canbench's anonymous
+//! logging fees, calls and callbacks, timers, the wasm memory limit, the memory allocation, canbench's anonymous
 //! controller and the saved state. Expected costs are written as the sums they come from
 //! (fees in `stablebench_runner::replica`).
 
@@ -251,6 +251,37 @@ fn memory_grow_past_the_wasm_memory_limit_traps_in_updates_not_in_queries() {
     // Past 4 GiB a wasm32 memory cannot grow: -1, no trap.
     let mut c = canister_with(body, Options { wasm_memory_limit: 0, ..Options::default() });
     assert_eq!(c.update("grow_past_4gib", &[], anon()).result, Ok((-1i32).to_le_bytes().to_vec()));
+}
+
+/// A canister with a `memory_allocation` may not grow its heap and stable memory together past
+/// it: a stable grow answers -1, a heap grow traps ("Canister cannot grow its memory usage.");
+/// raising the allocation (or removing it) lets them grow again, and an allocation below what
+/// the canister uses is refused.
+#[test]
+fn growing_past_the_memory_allocation_fails_a_stable_grow_and_traps_a_heap_grow() {
+    let body = r#"(func $ret (param i64)
+        i32.const 0 local.get 0 i64.store i32.const 0 i32.const 8 call $append call $reply)
+      (func (export "canister_update sgrow2") i64.const 2 call $sgrow call $ret)
+      (func (export "canister_update grow1") i32.const 1 memory.grow i64.extend_i32_s call $ret)"#;
+    let page = 65_536u64;
+    let answer = |n: i64| Ok(n.to_le_bytes().to_vec());
+    let mut c = canister_with(body, Options { memory_allocation: 4 * page, ..Options::default() });
+    // Heap 1 page: stable 0 -> 2 fits (3 pages), 2 -> 4 does not (5).
+    assert_eq!(c.update("sgrow2", &[], anon()).result, answer(0));
+    assert_eq!(c.update("sgrow2", &[], anon()).result, answer(-1));
+    assert_eq!(c.stable_memory().len() as u64, 2 * page);
+    // Heap 1 -> 2 pages fits (4 pages in all); 2 -> 3 traps and leaves the heap as it was.
+    assert_eq!(c.update("grow1", &[], anon()).result, answer(1));
+    assert_eq!(c.update("grow1", &[], anon()).result, Err(Reject::Trapped(Trap::OutOfMemory)));
+    assert_eq!(c.heap_bytes(), 2 * page);
+    assert!(c.set_memory_allocation(3 * page).is_err(), "below the 4 pages in use");
+    c.set_memory_allocation(6 * page).unwrap();
+    assert_eq!(c.update("sgrow2", &[], anon()).result, answer(2));
+    // 2 heap pages and 4 stable: full again, until the allocation is removed (best effort).
+    assert_eq!(c.update("grow1", &[], anon()).result, Err(Reject::Trapped(Trap::OutOfMemory)));
+    c.set_memory_allocation(0).unwrap();
+    assert_eq!(c.update("grow1", &[], anon()).result, answer(2));
+    assert_eq!(c.update("sgrow2", &[], anon()).result, answer(4));
 }
 
 #[test]

@@ -160,6 +160,63 @@ fn a_missing_shard_gives_a_clear_error_and_the_others_keep_everything() {
     }
 }
 
+/// A shard that is full (its `memory_allocation` at what it uses, so neither its heap nor its
+/// stable memory may grow): a batch whose part needs room there fails with an error naming the
+/// shard, the other shards keep their parts, the full shard still answers reads and overwrites
+/// in place, and once it has room again (its allocation raised) the batch sent again stores
+/// every entry exactly once.
+#[test]
+fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
+    const KEYS: u32 = 200;
+    let mut set = deploy(4, 1, |_| 0);
+    let stored: Result<u64, Error> = set.call(set.router, "put_batch", &(entries(0..KEYS),)).0;
+    assert_eq!(stored, Ok(KEYS as u64));
+    let mut model: BTreeMap<Vec<u8>, ByteBuf> = entries(0..KEYS).into_iter().map(|(k, v)| (k.into_vec(), v)).collect();
+    let full = set.shards[2];
+    let shard = set.net.canister(full).unwrap();
+    let used = shard.heap_bytes() + shard.stable_memory().len() as u64;
+    shard.set_memory_allocation(used).unwrap();
+    // 30 values of 60 KiB (1.8 MiB, under the ingress limit): about 450 KiB per shard, more
+    // than the full shard has room for.
+    let big: Vec<Entry> = (KEYS..KEYS + 30).map(|i| (key(i), ByteBuf::from(vec![i as u8; 60 * 1024]))).collect();
+    let on_full = big.iter().filter(|(k, _)| shard_of(k, 4) == 2).count();
+    assert!(on_full > 0);
+    let r: Result<u64, Error> = set.call(set.router, "put_batch", &(big.clone(),)).0;
+    match &r {
+        Err(Error::ShardFailed { shard, code: 5, message }) => {
+            assert_eq!(*shard, full);
+            assert!(message.contains("memory"), "{message}");
+        }
+        other => panic!("expected the full shard's failure, got {other:?}"),
+    }
+    // The other shards stored their parts; the full one nothing.
+    for (k, v) in &big {
+        let got: Result<Option<ByteBuf>, Error> = set.call(set.router, "get", &(k.clone(),)).0;
+        let want = (shard_of(k, 4) != 2).then(|| v.clone());
+        assert_eq!(got, Ok(want));
+    }
+    // It still answers reads and takes an overwrite of the same size in place.
+    let held = (0..KEYS).find(|&i| shard_of(&key(i), 4) == 2).unwrap();
+    let got: Result<Option<ByteBuf>, Error> = set.call(set.router, "get", &(key(held),)).0;
+    assert_eq!(got, Ok(Some(value(held))));
+    let again = ByteBuf::from(format!("VALUE {held}").into_bytes());
+    assert_eq!(again.len(), value(held).len());
+    let put: Result<Option<ByteBuf>, Error> = set.call(set.router, "put", &(key(held), again.clone())).0;
+    assert_eq!(put, Ok(Some(value(held))));
+    model.insert(key(held).into_vec(), again);
+    // Room again: the same batch lands, every entry once.
+    set.net.canister(full).unwrap().set_memory_allocation(0).unwrap();
+    let r: Result<u64, Error> = set.call(set.router, "put_batch", &(big.clone(),)).0;
+    assert_eq!(r, Ok(big.len() as u64));
+    model.extend(big.into_iter().map(|(k, v)| (k.into_vec(), v)));
+    let len: Result<u64, Error> = set.call(set.router, "len", &()).0;
+    assert_eq!(len, Ok(model.len() as u64));
+    for (k, v) in &model {
+        let got: Result<Option<ByteBuf>, Error> = set.call(set.router, "get", &(ByteBuf::from(k.clone()),)).0;
+        assert_eq!(got.as_ref(), Ok(&Some(v.clone())));
+    }
+}
+
 /// What a routed call costs beside the same call sent to the shard directly (client-side
 /// routing), on one subnet and with the shards on another; printed for the closing notes and
 /// checked for the hop's shape: one more execution pair, more instructions, more rounds across.

@@ -192,6 +192,58 @@ fn orders_move_between_users_and_refused_moves_change_nothing() {
     check_model(&mut set, &model);
 }
 
+/// A shard that is full (its `memory_allocation` at what it uses): a batch of orders whose part
+/// needs room there fails with an error naming the shard, the other shards keep their parts and
+/// the full shard all it had (its SQLite transaction undone with the message), its users' orders
+/// still read back; once it has room again, the part of the batch that was its (the orders of
+/// its users) sent again lands, and the model check finds every order once.
+#[test]
+fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
+    let mut set = deploy(4, 1, |_| 0);
+    let mut model = load(&mut set, 40, 200);
+    let full = shard_of_user(&set, 1);
+    let shard = set.net.canister(full).unwrap();
+    let used = shard.heap_bytes() + shard.stable_memory().len() as u64;
+    shard.set_memory_allocation(used).unwrap();
+    // Batches of 4,000 orders until one needs more room than the full shard has (SQLite and its
+    // page cache fill the room it had first).
+    let mut failed = None;
+    for b in 0..100u64 {
+        let batch: Vec<OrderRow> =
+            (0..4_000u64).map(|i| OrderRow { id: 10_000 + b * 4_000 + i, user: i % 40 + 1, amount: 7 }).collect();
+        let r: Result<u64, Error> = set.call(set.router, "add_orders", &(batch.clone(),)).0;
+        match r {
+            Ok(n) => {
+                assert_eq!(n, 4_000);
+                for o in batch {
+                    model.get_mut(&o.user).unwrap().push(o);
+                }
+            }
+            Err(Error::ShardFailed { shard, code: 5, message }) => {
+                assert_eq!(shard, full);
+                assert!(message.contains("memory"), "{message}");
+                failed = Some(batch);
+                break;
+            }
+            Err(e) => panic!("expected the full shard's failure, got {e:?}"),
+        }
+    }
+    let batch = failed.expect("the full shard ran out of room within 400,000 orders");
+    let (theirs, others): (Vec<OrderRow>, Vec<OrderRow>) =
+        batch.into_iter().partition(|o| shard_of_user(&set, o.user) == full);
+    for o in others {
+        model.get_mut(&o.user).unwrap().push(o);
+    }
+    check_model(&mut set, &model);
+    set.net.canister(full).unwrap().set_memory_allocation(0).unwrap();
+    let r: Result<u64, Error> = set.call(set.router, "add_orders", &(theirs.clone(),)).0;
+    assert_eq!(r, Ok(theirs.len() as u64));
+    for o in theirs {
+        model.get_mut(&o.user).unwrap().push(o);
+    }
+    check_model(&mut set, &model);
+}
+
 /// A set whose 4 shards sit on another subnet than the router, 40 users and 200 orders, and an
 /// order of a user moved to a user on another shard: the hold reaches the source in round 3, its
 /// answer the router in round 5, the place the destination in round 7, its answer the router in
