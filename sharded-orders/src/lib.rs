@@ -8,9 +8,10 @@
 //!   router or its controllers; reads from anyone.
 //! - **The router** routes by user (`shard_of` of the user id, 8 bytes big-endian): a batch of
 //!   users or orders split by shard, a user's orders from its shard, a count, the top-k orders
-//!   (joined with their users) and a page of orders fanned out to every shard, and `move_order`, which gives an order to another user: on one shard a single
-//!   `UPDATE`, across two shards the move protocol of `stablebench_sharded` (hold, place, finish,
-//!   logged here in SQLite), which loses nothing when a side fails.
+//!   (joined with their users) and a page of orders fanned out to every shard, and
+//!   `move_order`, which gives an order to another user: on one shard a single `UPDATE`,
+//!   across two shards the move protocol of `stablebench_sharded` (hold, place, finish, logged
+//!   here in SQLite), which loses nothing when a side fails.
 //!
 //! Its interface: `sharded-orders/stablebench_sharded_orders.did`; tested and measured through
 //! the offline runner's network of canisters (`runner/tests/sharded/orders.rs`).
