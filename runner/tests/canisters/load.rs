@@ -2,8 +2,7 @@
 //! built by `scripts/build.sh`) offline: the command as scripts/load.sh runs it, twice into one
 //! state directory, and a load interrupted halfway that continues.
 
-mod common;
-use common::{decode, unit};
+use crate::common::{decode, unit};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

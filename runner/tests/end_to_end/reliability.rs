@@ -1,8 +1,7 @@
 //! Nothing lost: faults, upgrades, message limits and hostile input, on the real production wasm
 //! (`target/canister/stablebench.wasm`) through the offline runner with production limits.
 
-mod common;
-use common::{code, decode, integrity_ok, sql, unit};
+use crate::common::{code, decode, integrity_ok, sql, unit};
 
 use std::collections::BTreeMap;
 

@@ -5,8 +5,7 @@
 //! a bulk operation, a host copy) fails the test. On top, each test reads the heap back through
 //! the canister to see the values an undone execution wrote are gone and a kept one's stay.
 
-mod common;
-use common::{code, decode, unit};
+use crate::common::{code, decode, unit};
 
 use candid::Principal;
 use stablebench_canister::{Batch, Cost, Error, IndexProgress, KvBackend};

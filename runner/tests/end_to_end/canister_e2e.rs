@@ -1,8 +1,7 @@
 //! End-to-end tests of the users/orders canister: the real production wasm
 //! (`target/canister/stablebench.wasm`, built by `scripts/build.sh`) through the offline runner.
 
-mod common;
-use common::{code, decode, integrity_ok, sql, unit};
+use crate::common::{code, decode, integrity_ok, sql, unit};
 
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;

@@ -2,8 +2,7 @@
 //! (`target/canister/stablebench_vfs.wasm`, built by `scripts/build.sh vfs`) through the offline
 //! runner: writes, the errors that change nothing, and an upgrade that keeps every row.
 
-mod common;
-use common::{decode, unit};
+use crate::common::{decode, unit};
 
 use std::sync::{Arc, OnceLock};
 
