@@ -93,14 +93,12 @@ log "running the workspace tests"
 # cargo-nextest: every test in a process of its own, two at a time across all the test binaries
 # (`cargo test` runs the binaries one after another, and most of the slow ones hold one test).
 NEXTEST=$(ensure_nextest)
-# The runner's heap tracking is checked after every execution of the end-to-end suites
-# (runner/tests/end_to_end/: the production canister, the system API, reliability): the whole heap
-# against its committed image (a write the map of written pages missed fails the test). They run
-# once, with the check; everything else without it. (Runner tests share test binaries,
-# runner/tests/*/main.rs: each binary links wasmtime in release, about half a minute apiece.)
+# The runner's heap tracking is checked after every execution of three end-to-end suites: the
+# whole heap against its committed image (a write the map of written pages missed fails the
+# test). They run once, with the check; everything else without it.
 # (`--workspace`: with `-p stablebench-runner` cargo resolves the dependencies' features for that
 # package alone and compiles wasmtime and the rest again, 2.5 minutes on 2 cores.)
-heap_checked='binary(end_to_end)'
+heap_checked='binary(canister_e2e) | binary(system_api) | binary(reliability)'
 "$NEXTEST" nextest run --workspace --locked --release --no-fail-fast -E "not ($heap_checked)"
 STABLEBENCH_RUNNER_CHECK_HEAP=1 "$NEXTEST" nextest run --workspace --locked --release --no-fail-fast -E "$heap_checked"
 # nextest runs no doctests: cargo does (none exist today; this keeps one from being skipped).
@@ -114,7 +112,7 @@ export STABLEBENCH_RUNNER=$ROOT/target/release/stablebench-runner
 export STABLEBENCH_REPORT=$ROOT/target/release/stablebench-report
 [ -x "$STABLEBENCH_REPORT" ] || die "the workspace tests did not build $STABLEBENCH_REPORT"
 # (The benchmark canister's interface is checked against canister/stablebench_bench.did on its
-# wasm, by runner/tests/canisters/interfaces.rs above: no second native build with feature canbench.)
+# wasm, by runner/tests/interfaces.rs above: no second native build with feature canbench.)
 
 log "loading a data set in budgeted calls with scripts/load.sh, twice (the second run must add nothing)"
 load_state=$(mktemp -d) load_log=$(mktemp)

@@ -230,7 +230,7 @@ fn warm_query_replies() {
 /// the queries after it find them. The benchmark canister skips it: a benchmark must start from
 /// the heap canbench's fresh canister has (the allocator's state moves a measurement by a few
 /// tenths of a percent), so that a live run costs exactly what canbench measures
-/// (`runner/tests/canisters/live.rs`).
+/// (`runner/tests/live.rs`).
 fn warm_queries() {
     if cfg!(feature = "canbench") {
         return;

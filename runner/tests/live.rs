@@ -27,7 +27,8 @@ use stablebench_runner::canister::{Canister, Limits, Options};
 use stablebench_runner::live;
 use stablebench_runner::target::{Offline, Target};
 
-use crate::common::{bench_code as code, BENCH_WASM as WASM};
+mod common;
+use common::{bench_code as code, BENCH_WASM as WASM};
 
 /// canbench's way: the `__canbench__` query on a fresh canister with the benchmarking limits.
 fn canbench(name: &str) -> BenchResult {

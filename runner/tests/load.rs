@@ -2,7 +2,8 @@
 //! built by `scripts/build.sh`) offline: the command as scripts/load.sh runs it, twice into one
 //! state directory, and a load interrupted halfway that continues.
 
-use crate::common::{decode, unit};
+mod common;
+use common::{decode, unit};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

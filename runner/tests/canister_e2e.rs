@@ -1,7 +1,8 @@
 //! End-to-end tests of the users/orders canister: the real production wasm
 //! (`target/canister/stablebench.wasm`, built by `scripts/build.sh`) through the offline runner.
 
-use crate::common::{code, decode, integrity_ok, sql, unit};
+mod common;
+use common::{code, decode, integrity_ok, sql, unit};
 
 use candid::{CandidType, Principal};
 use serde::de::DeserializeOwned;

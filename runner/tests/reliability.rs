@@ -1,7 +1,8 @@
 //! Nothing lost: faults, upgrades, message limits and hostile input, on the real production wasm
 //! (`target/canister/stablebench.wasm`) through the offline runner with production limits.
 
-use crate::common::{code, decode, integrity_ok, sql, unit};
+mod common;
+use common::{code, decode, integrity_ok, sql, unit};
 
 use std::collections::BTreeMap;
 

@@ -2,7 +2,8 @@
 //! (`target/canister/stablebench_vfs.wasm`, built by `scripts/build.sh vfs`) through the offline
 //! runner: writes, the errors that change nothing, and an upgrade that keeps every row.
 
-use crate::common::{decode, unit};
+mod common;
+use common::{decode, unit};
 
 use std::sync::{Arc, OnceLock};
 

@@ -5,7 +5,8 @@
 //! a bulk operation, a host copy) fails the test. On top, each test reads the heap back through
 //! the canister to see the values an undone execution wrote are gone and a kept one's stay.
 
-use crate::common::{code, decode, unit};
+mod common;
+use common::{code, decode, unit};
 
 use candid::Principal;
 use stablebench_canister::{Batch, Cost, Error, IndexProgress, KvBackend};
