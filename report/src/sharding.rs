@@ -608,7 +608,7 @@ fn throughput(inp: &Inputs<'_>) -> String {
             instructions,
         );
     }
-    if let Some(put) = inp.sharded.operation("put").and_then(|o| o.shards.values().last()) {
+    if let Some(put) = at_most_shards(inp.sharded, "put") {
         let _ = writeln!(
             md,
             "\nThe router's part of one routed `put` is {} instructions (its method and its callback), so one \
@@ -621,10 +621,34 @@ fn throughput(inp: &Inputs<'_>) -> String {
 }
 
 /// What the router's hop and a fan-out add per call, in cycles and USD.
+/// What `name` cost at the most shards measured.
+fn at_most_shards(set: &Sharded, name: &str) -> Option<Cost> {
+    set.operation(name).and_then(|op| op.shards.values().last().copied())
+}
+
+/// The row of the router's hop: `routed` against the same call sent to the shard (`direct`), at
+/// the most shards measured.
+fn hop_row(md: &mut String, set: &Sharded, routed: &str, direct: &str, whose: &str) {
+    let (Some(r), Some(d)) = (at_most_shards(set, routed), at_most_shards(set, direct)) else { return };
+    let extra = r.cycles.saturating_sub(d.cycles);
+    let _ = writeln!(
+        md,
+        "| the router's hop on {whose}`{routed}` ({} against {}) | {} | {} |",
+        human(r.cycles),
+        human(d.cycles),
+        human(extra),
+        usd_per_million(extra as f64)
+    );
+}
+
+/// USD per million calls of `cycles` each.
+fn usd_per_million(cycles: f64) -> String {
+    format!("${:.2}", prices::usd(1) * cycles * 1e6)
+}
+
 fn hop(inp: &Inputs<'_>) -> String {
     let mut md = String::from("### What sharding adds per call\n\n");
     let s = inp.sharded;
-    let pairs = [("get", "shard_get"), ("put", "shard_put")];
     let _ = writeln!(
         md,
         "On subnets of {} nodes, at the dated rate of {} USD per trillion cycles ({}), from the sharded \
@@ -634,20 +658,8 @@ fn hop(inp: &Inputs<'_>) -> String {
         prices::RATE_DATE
     );
     md += "| what | cycles per call | USD per million calls |\n|---|---:|---:|\n";
-    let usd_per_million = |cycles: f64| format!("${:.2}", prices::usd(1) * cycles * 1e6);
-    for (routed, direct) in pairs {
-        let (Some(r), Some(d)) = (s.operation(routed), s.operation(direct)) else { continue };
-        let n = s.counts().last().copied().unwrap_or(1);
-        let (Some(rc), Some(dc)) = (r.shards.get(&n), d.shards.get(&n)) else { continue };
-        let extra = rc.cycles.saturating_sub(dc.cycles);
-        let _ = writeln!(
-            md,
-            "| the router's hop on `{routed}` ({} against {}) | {} | {} |",
-            human(rc.cycles),
-            human(dc.cycles),
-            human(extra),
-            usd_per_million(extra as f64)
-        );
+    for (routed, direct) in [("get", "shard_get"), ("put", "shard_put")] {
+        hop_row(&mut md, s, routed, direct, "");
     }
     let o = inp.orders;
     let fan_outs = [(s, "len", "a "), (s, "top", "a "), (s, "scan", "a ")]
@@ -671,19 +683,8 @@ fn hop(inp: &Inputs<'_>) -> String {
             usd_per_million(per)
         );
     }
-    let last = |name: &str| o.operation(name).and_then(|op| op.shards.values().last());
-    if let (Some(r), Some(d)) = (last("orders_of"), last("shard_orders_of")) {
-        let extra = r.cycles.saturating_sub(d.cycles);
-        let _ = writeln!(
-            md,
-            "| the router's hop on the users/orders set's `orders_of` ({} against {}) | {} | {} |",
-            human(r.cycles),
-            human(d.cycles),
-            human(extra),
-            usd_per_million(extra as f64)
-        );
-    }
-    if let (Some(across), Some(within)) = (last("move_order"), last("move_order_within")) {
+    hop_row(&mut md, o, "orders_of", "shard_orders_of", "the users/orders set's ");
+    if let (Some(across), Some(within)) = (at_most_shards(o, "move_order"), at_most_shards(o, "move_order_within")) {
         let _ = writeln!(
             md,
             "| an order given to a user on another SQLite shard (the move protocol, {} executions), against one on the same shard ({}) | {} | {} |",
@@ -693,7 +694,7 @@ fn hop(inp: &Inputs<'_>) -> String {
             usd_per_million(across.cycles as f64)
         );
     }
-    if let Some(c) = s.operation("move_entry").and_then(|o| o.shards.values().last()) {
+    if let Some(c) = at_most_shards(s, "move_entry") {
         let _ = writeln!(
             md,
             "| a whole `move_entry` between two shards ({} executions: hold, place, and the two finishes, each with the router's callback) | {} | {} |",
@@ -702,7 +703,7 @@ fn hop(inp: &Inputs<'_>) -> String {
             usd_per_million(c.cycles as f64)
         );
     }
-    let rounds = s.operation("get").and_then(|o| o.shards.values().last()).map(|c| c.rounds_across);
+    let rounds = at_most_shards(s, "get").map(|c| c.rounds_across);
     if let Some(r) = rounds {
         let _ = writeln!(
             md,
@@ -712,9 +713,7 @@ fn hop(inp: &Inputs<'_>) -> String {
              or the updates near one canister's rate per round (the second table). Below both, one canister \
              answers every call without the router's hop, its cycles above, and its rounds across subnets; \
              past them, a client that routes itself (`shard_for`, then the shard) pays no hop at all.",
-            moves = s
-                .operation("move_entry")
-                .and_then(|o| o.shards.values().last())
+            moves = at_most_shards(s, "move_entry")
                 .map(|c| format!(", and a move, three round trips one after the other, in round {}", c.rounds_across))
                 .unwrap_or_default()
         );

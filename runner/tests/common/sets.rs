@@ -86,6 +86,19 @@ impl Set {
         candid::decode_one(&out.result.unwrap()).unwrap()
     }
 
+    /// Makes `shard` full: its `memory_allocation` at what its heap and stable memory use now, so
+    /// neither may grow (`room` gives it room again).
+    pub fn fill(&mut self, shard: Principal) {
+        let c = self.net.canister(shard).expect("the shard");
+        let used = c.heap_bytes() + c.stable_memory().len() as u64;
+        c.set_memory_allocation(used).unwrap();
+    }
+
+    /// Gives `shard` room again: no memory allocation (best effort).
+    pub fn room(&mut self, shard: Principal) {
+        self.net.canister(shard).expect("the shard").set_memory_allocation(0).unwrap();
+    }
+
     /// What an operation's ingress message `t` cost (its rounds on the subnets it ran on;
     /// `rounds_across` is left 0 for the caller to fill in).
     pub fn cost_of(&self, t: &Traced) -> Cost {

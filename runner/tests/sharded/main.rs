@@ -50,14 +50,19 @@ fn entries(range: std::ops::Range<u32>) -> Vec<Entry> {
     range.map(|i| (key(i), value(i))).collect()
 }
 
+/// Entries `0..keys` stored through the router of `set` in one batch, and the model of them.
+fn load(set: &mut Set, keys: u32) -> BTreeMap<Vec<u8>, ByteBuf> {
+    let stored: Result<u64, Error> = set.call(set.router, "put_batch", &(entries(0..keys),)).0;
+    assert_eq!(stored, Ok(keys.into()));
+    entries(0..keys).into_iter().map(|(k, v)| (k.into_vec(), v)).collect()
+}
+
 #[test]
 fn a_sharded_set_holds_what_a_model_holds() {
     const KEYS: u32 = 300;
     for n in [1u64, 3, 4] {
         let mut set = deploy(n, 1, |_| 0);
-        let stored: Result<u64, Error> = set.call(set.router, "put_batch", &(entries(0..KEYS),)).0;
-        assert_eq!(stored, Ok(KEYS as u64));
-        let model: BTreeMap<Vec<u8>, ByteBuf> = entries(0..KEYS).into_iter().map(|(k, v)| (k.into_vec(), v)).collect();
+        let model = load(&mut set, KEYS);
         // Each shard holds exactly the keys the routing gives it.
         for (i, &shard) in set.shards.clone().iter().enumerate() {
             let expected = model.keys().filter(|k| shard_of(k, n as u32) == i as u32).count() as u64;
@@ -141,8 +146,7 @@ fn writes_are_for_the_router_and_controllers_and_bad_input_is_refused() {
 fn a_missing_shard_gives_a_clear_error_and_the_others_keep_everything() {
     const KEYS: u32 = 100;
     let mut set = deploy(4, 1, |_| 0);
-    let stored: Result<u64, Error> = set.call(set.router, "put_batch", &(entries(0..KEYS),)).0;
-    assert_eq!(stored, Ok(KEYS as u64));
+    load(&mut set, KEYS);
     let gone = set.shards[1];
     set.net.remove(gone);
     let on_gone = (0..KEYS).find(|&i| shard_of(&key(i), 4) == 1).unwrap();
@@ -169,13 +173,9 @@ fn a_missing_shard_gives_a_clear_error_and_the_others_keep_everything() {
 fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
     const KEYS: u32 = 200;
     let mut set = deploy(4, 1, |_| 0);
-    let stored: Result<u64, Error> = set.call(set.router, "put_batch", &(entries(0..KEYS),)).0;
-    assert_eq!(stored, Ok(KEYS as u64));
-    let mut model: BTreeMap<Vec<u8>, ByteBuf> = entries(0..KEYS).into_iter().map(|(k, v)| (k.into_vec(), v)).collect();
+    let mut model = load(&mut set, KEYS);
     let full = set.shards[2];
-    let shard = set.net.canister(full).unwrap();
-    let used = shard.heap_bytes() + shard.stable_memory().len() as u64;
-    shard.set_memory_allocation(used).unwrap();
+    set.fill(full);
     // 30 values of 60 KiB (1.8 MiB, under the ingress limit): about 450 KiB per shard, more
     // than the full shard has room for.
     let big: Vec<Entry> = (KEYS..KEYS + 30).map(|i| (key(i), ByteBuf::from(vec![i as u8; 60 * 1024]))).collect();
@@ -205,7 +205,7 @@ fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
     assert_eq!(put, Ok(Some(value(held))));
     model.insert(key(held).into_vec(), again);
     // Room again: the same batch lands, every entry once.
-    set.net.canister(full).unwrap().set_memory_allocation(0).unwrap();
+    set.room(full);
     let r: Result<u64, Error> = set.call(set.router, "put_batch", &(big.clone(),)).0;
     assert_eq!(r, Ok(big.len() as u64));
     model.extend(big.into_iter().map(|(k, v)| (k.into_vec(), v)));

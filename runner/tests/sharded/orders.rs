@@ -202,9 +202,7 @@ fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
     let mut set = deploy(4, 1, |_| 0);
     let mut model = load(&mut set, 40, 200);
     let full = shard_of_user(&set, 1);
-    let shard = set.net.canister(full).unwrap();
-    let used = shard.heap_bytes() + shard.stable_memory().len() as u64;
-    shard.set_memory_allocation(used).unwrap();
+    set.fill(full);
     // Batches of 4,000 orders until one needs more room than the full shard has (SQLite and its
     // page cache fill the room it had first).
     let mut failed = None;
@@ -235,7 +233,7 @@ fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
         model.get_mut(&o.user).unwrap().push(o);
     }
     check_model(&mut set, &model);
-    set.net.canister(full).unwrap().set_memory_allocation(0).unwrap();
+    set.room(full);
     let r: Result<u64, Error> = set.call(set.router, "add_orders", &(theirs.clone(),)).0;
     assert_eq!(r, Ok(theirs.len() as u64));
     for o in theirs {
