@@ -380,6 +380,16 @@ fn kv_points(p: &PerCall, backend: &str, pick: fn(&PerCallBackend) -> Option<u64
 
 /// The limits table's rows.
 fn limits(inp: &Inputs<'_>) -> Vec<Limit> {
+    let mut rows = users_orders_limits(inp);
+    rows.extend(kv_limits(inp.per_call));
+    if let Some(db) = inp.storage.profiles.get(DEFAULT.name) {
+        rows.extend(storage_limits(db));
+    }
+    rows
+}
+
+/// The users/orders steps' crossings of their one-message limits.
+fn users_orders_limits(inp: &Inputs<'_>) -> Vec<Limit> {
     let mut rows = Vec::new();
     for &b in &BENCHES {
         let curve = Curve::of(inp.mainnet, b);
@@ -394,80 +404,76 @@ fn limits(inp: &Inputs<'_>) -> Vec<Limit> {
             unit: "orders",
         });
     }
-    for (backend, name) in KV_BACKENDS {
-        if let Some(points) = kv_points(inp.per_call, backend, |c| c.len) {
-            let (text, size) = crossing_text(crossing(&points, QUERY_INSTRUCTION_LIMIT as f64), "keys");
-            rows.push(Limit {
-                limit: limit_text(QUERY_INSTRUCTION_LIMIT, "query"),
-                workload: "key-value",
-                what: format!("`kv_len` on {name}"),
-                text,
-                size,
-                unit: "keys",
-            });
-        }
-    }
-    for (backend, name) in KV_BACKENDS {
-        if let Some(points) = kv_points(inp.per_call, backend, |c| Some(c.upgrade)) {
-            let (text, size) = crossing_text(crossing(&points, INSTALL_INSTRUCTION_LIMIT as f64), "keys");
-            rows.push(Limit {
-                limit: limit_text(INSTALL_INSTRUCTION_LIMIT, "upgrade"),
-                workload: "key-value",
-                what: format!("upgrading {name}"),
-                text,
-                size,
-                unit: "keys",
-            });
-        }
-    }
-    if let Some(db) = inp.storage.profiles.get(DEFAULT.name) {
-        let orders = Sizes::REFERENCE.orders as f64;
-        let file = (db.page_size * db.page_count) as f64;
-        let per_order = file / orders;
-        let cache = (stablebench_pragmas::cache_bound_kib(DEFAULT_WASM_MEMORY_LIMIT_BYTES) * 1024) as f64;
-        let profile_cache = cache_bytes(db.page_size);
-        rows.push(Limit {
-            limit: format!(
-                "SQLite's page cache: {} MiB at most (a quarter of the default {} GiB `wasm_memory_limit`)",
-                cache as u64 >> 20,
-                DEFAULT_WASM_MEMORY_LIMIT_BYTES >> 30
-            ),
-            workload: "users/orders",
-            what: format!(
-                "SQLite's file ({per_order:.0} bytes per order at {} orders, users and indexes included, under `{}`) \
-                 outgrows the largest cache; past it, reading a page no longer cached pays for stable memory. \
-                 Under `{}` itself, whose cache is {}, that happens from {} orders",
-                compact(orders),
-                DEFAULT.name,
-                DEFAULT.name,
-                profile_cache.map_or("-".into(), |c| format!("{} MiB", c >> 20)),
-                profile_cache.map_or("-".into(), |c| about(c as f64 / per_order)),
-            ),
-            text: format!("{} orders (linear in the file's size)", about(cache / per_order)),
-            size: Some(cache / per_order),
-            unit: "orders",
-        });
-        let n = orders * MEMORY_MANAGER_MAX_BYTES as f64 / db.stable_memory_bytes as f64;
-        rows.push(Limit {
-            limit: format!(
-                "{} GiB of stable memory through one `MemoryManager` (the IC allows {} GiB)",
-                MEMORY_MANAGER_MAX_BYTES >> 30,
-                MAX_STABLE_BYTES >> 30
-            ),
-            workload: "users/orders",
-            what: format!(
-                "the canister's stable memory under `{}` ({:.0} bytes per order at {} orders: the file and the \
-                 memory manager's partly filled 8 MiB buckets, so an upper estimate)",
-                DEFAULT.name,
-                db.stable_memory_bytes as f64 / orders,
-                compact(orders)
-            ),
-            text: format!("{} orders (linear in the memory used)", about(n)),
-            size: Some(n),
-            unit: "orders",
-        });
-    }
     rows
+}
+
+/// Each key-value backend's `kv_len` against the query limit, then its upgrade against the
+/// install limit.
+fn kv_limits(per_call: &PerCall) -> Vec<Limit> {
+    let len = KV_BACKENDS.iter().filter_map(|&(backend, name)| {
+        let points = kv_points(per_call, backend, |c| c.len)?;
+        let (text, size) = crossing_text(crossing(&points, QUERY_INSTRUCTION_LIMIT as f64), "keys");
+        let limit = limit_text(QUERY_INSTRUCTION_LIMIT, "query");
+        Some(Limit { limit, workload: "key-value", what: format!("`kv_len` on {name}"), text, size, unit: "keys" })
+    });
+    let upgrade = KV_BACKENDS.iter().filter_map(|&(backend, name)| {
+        let points = kv_points(per_call, backend, |c| Some(c.upgrade))?;
+        let (text, size) = crossing_text(crossing(&points, INSTALL_INSTRUCTION_LIMIT as f64), "keys");
+        let limit = limit_text(INSTALL_INSTRUCTION_LIMIT, "upgrade");
+        Some(Limit { limit, workload: "key-value", what: format!("upgrading {name}"), text, size, unit: "keys" })
+    });
+    len.chain(upgrade).collect()
+}
+
+/// Where the default profile's SQLite file outgrows the largest page cache, and its stable
+/// memory the `MemoryManager`'s bound.
+fn storage_limits(db: &StorageProfile) -> [Limit; 2] {
+    let orders = Sizes::REFERENCE.orders as f64;
+    let file = (db.page_size * db.page_count) as f64;
+    let per_order = file / orders;
+    let cache = (stablebench_pragmas::cache_bound_kib(DEFAULT_WASM_MEMORY_LIMIT_BYTES) * 1024) as f64;
+    let profile_cache = cache_bytes(db.page_size);
+    let cache_row = Limit {
+        limit: format!(
+            "SQLite's page cache: {} MiB at most (a quarter of the default {} GiB `wasm_memory_limit`)",
+            cache as u64 >> 20,
+            DEFAULT_WASM_MEMORY_LIMIT_BYTES >> 30
+        ),
+        workload: "users/orders",
+        what: format!(
+            "SQLite's file ({per_order:.0} bytes per order at {} orders, users and indexes included, under `{}`) \
+             outgrows the largest cache; past it, reading a page no longer cached pays for stable memory. \
+             Under `{}` itself, whose cache is {}, that happens from {} orders",
+            compact(orders),
+            DEFAULT.name,
+            DEFAULT.name,
+            profile_cache.map_or("-".into(), |c| format!("{} MiB", c >> 20)),
+            profile_cache.map_or("-".into(), |c| about(c as f64 / per_order)),
+        ),
+        text: format!("{} orders (linear in the file's size)", about(cache / per_order)),
+        size: Some(cache / per_order),
+        unit: "orders",
+    };
+    let n = orders * MEMORY_MANAGER_MAX_BYTES as f64 / db.stable_memory_bytes as f64;
+    let memory_row = Limit {
+        limit: format!(
+            "{} GiB of stable memory through one `MemoryManager` (the IC allows {} GiB)",
+            MEMORY_MANAGER_MAX_BYTES >> 30,
+            MAX_STABLE_BYTES >> 30
+        ),
+        workload: "users/orders",
+        what: format!(
+            "the canister's stable memory under `{}` ({:.0} bytes per order at {} orders: the file and the \
+             memory manager's partly filled 8 MiB buckets, so an upper estimate)",
+            DEFAULT.name,
+            db.stable_memory_bytes as f64 / orders,
+            compact(orders)
+        ),
+        text: format!("{} orders (linear in the memory used)", about(n)),
+        size: Some(n),
+        unit: "orders",
+    };
+    [cache_row, memory_row]
 }
 
 /// Updates per round on `subnets` subnets as a table cell: what the instructions allow, or the

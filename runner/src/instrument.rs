@@ -701,387 +701,477 @@ pub fn instrument_with(wasm: &[u8], metering: Metering, track_heap: bool) -> Res
 /// [`instrument`], with what `tracking` asks for: the written 4 KiB heap pages if the module can
 /// be tracked (see [`instrument_with`]), the touched 64 KiB heap pages if it defines its memory.
 pub fn instrument_tracked(wasm: &[u8], metering: Metering, tracking: Tracking) -> Result<Instrumented> {
-    let track_heap = tracking.heap;
-    let profiled = metering == Metering::Profiled;
-    let mut re = Reencoder { imported_funcs: 0, shift: if profiled { PROFILE_HOOKS } else { 0 } };
-    let mut module = Module::new();
-
-    // What earlier sections tell later ones.
-    let mut num_types = 0u32;
-    let mut imported_globals = 0u32;
-    let mut defined_funcs = 0u32;
-    let mut defined_globals = 0u32;
-    let mut mem_type: Option<MemType> = None;
-    // Profiling: the block type of each type's results, and each defined function's type.
-    let mut result_blocks: Vec<BlockType> = Vec::new();
-    let mut func_types: Vec<u32> = Vec::new();
-    // Each type's number of parameters (where a function's own locals start).
-    let mut type_params: Vec<u32> = Vec::new();
-    // The start section comes after the export section, which must already name it.
-    let mut start: Option<u32> = None;
-    // Heap tracking needs memory 0 defined here (not imported) and no operation the byte map does
-    // not follow; the map is the memory after the module's own.
-    let (mut imported_mems, mut defined_mems, mut trackable, mut first_mem) = (0u32, 0u32, true, None);
+    let plan = Plan::of(wasm, tracking)?;
+    let mut rewrite = Rewrite::new(wasm, metering, plan);
     for payload in Parser::new(0).parse_all(wasm) {
-        match payload.context("parsing the wasm")? {
-            Payload::StartSection { func, .. } => start = Some(func),
-            Payload::ImportSection(reader) => {
-                for imp in reader.into_imports() {
-                    if let TypeRef::Memory(m) = imp?.ty {
-                        imported_mems += 1;
-                        first_mem.get_or_insert(m.memory64);
+        rewrite.payload(payload.context("parsing the wasm")?)?;
+    }
+    rewrite.finish(tracking)
+}
+
+/// What a first pass over the module decides: which of its memories the rewrite tracks, counts
+/// and marks, and where the maps go (the memories after the module's own).
+struct Plan {
+    /// The start function, which the export section (before the start section) must name.
+    start: Option<u32>,
+    /// Memory 0, if its written pages are tracked: asked for, defined here (not imported), and
+    /// no operation the byte map does not follow.
+    tracked_mem: Option<MemType>,
+    /// Memory 0, if its touched pages are counted (marked or by faults): asked for and defined here.
+    counted_mem: Option<MemType>,
+    /// Memory 0, if the module marks the pages it touches (counted, and not by faults).
+    paged_mem: Option<MemType>,
+    /// The written-pages map's memory index.
+    dirty_map: Option<u32>,
+    /// The touched-pages maps' first memory index (pages read, then pages written).
+    pages_map: Option<u32>,
+}
+
+impl Plan {
+    fn of(wasm: &[u8], tracking: Tracking) -> Result<Plan> {
+        let mut start = None;
+        let (mut imported_mems, mut defined_mems, mut trackable, mut first_mem) = (0u32, 0u32, true, None);
+        for payload in Parser::new(0).parse_all(wasm) {
+            match payload.context("parsing the wasm")? {
+                Payload::StartSection { func, .. } => start = Some(func),
+                Payload::ImportSection(reader) => {
+                    for imp in reader.into_imports() {
+                        if let TypeRef::Memory(m) = imp?.ty {
+                            imported_mems += 1;
+                            first_mem.get_or_insert(m.memory64);
+                        }
                     }
                 }
-            }
-            Payload::MemorySection(reader) => {
-                for m in reader {
-                    first_mem.get_or_insert(m?.memory64);
-                    defined_mems += 1;
-                }
-            }
-            Payload::CodeSectionEntry(body) if trackable => {
-                let mut ops = body.get_operators_reader()?;
-                while !ops.eof() {
-                    if untrackable(&ops.read()?) {
-                        trackable = false;
-                        break;
+                Payload::MemorySection(reader) => {
+                    for m in reader {
+                        first_mem.get_or_insert(m?.memory64);
+                        defined_mems += 1;
                     }
                 }
+                Payload::CodeSectionEntry(body) if trackable => {
+                    let mut ops = body.get_operators_reader()?;
+                    while !ops.eof() {
+                        if untrackable(&ops.read()?) {
+                            trackable = false;
+                            break;
+                        }
+                    }
+                }
+                _ => {}
             }
-            _ => {}
+        }
+        let own = |wanted: bool| match first_mem {
+            Some(m64) if wanted && imported_mems == 0 && defined_mems > 0 => {
+                Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
+            }
+            _ => None,
+        };
+        let tracked_mem = own(tracking.heap && trackable);
+        let counted_mem = own(tracking.pages != PageCounting::Off);
+        let dirty_map = tracked_mem.map(|_| imported_mems + defined_mems);
+        // The marks, unless the host counts faults instead.
+        let paged_mem = counted_mem.filter(|_| tracking.pages == PageCounting::Marks);
+        let pages_map = paged_mem.map(|_| imported_mems + defined_mems + u32::from(dirty_map.is_some()));
+        Ok(Plan { start, tracked_mem, counted_mem, paged_mem, dirty_map, pages_map })
+    }
+
+    /// Whether the injected code needs the scratch globals (to hold an address while it marks).
+    fn temps(&self) -> bool {
+        self.tracked_mem.is_some() || self.paged_mem.is_some()
+    }
+}
+
+/// The second pass: each section rewritten in turn, with what earlier sections told it.
+struct Rewrite<'a> {
+    wasm: &'a [u8],
+    metering: Metering,
+    plan: Plan,
+    re: Reencoder,
+    module: Module,
+    num_types: u32,
+    imported_globals: u32,
+    defined_funcs: u32,
+    defined_globals: u32,
+    mem_type: Option<MemType>,
+    /// Profiling: the block type of each type's results, and each defined function's type.
+    result_blocks: Vec<BlockType>,
+    func_types: Vec<u32>,
+    /// Each type's number of parameters (where a function's own locals start).
+    type_params: Vec<u32>,
+    /// The helpers' types: the range marker's and the touch helper's.
+    mark_type: u32,
+    touch_type: u32,
+    persistent_globals: Vec<u32>,
+    custom_sections: Vec<(String, Vec<u8>)>,
+    /// Whether our imports, globals and exports are in the module yet.
+    import_done: bool,
+    global_done: bool,
+    export_done: bool,
+    code_entries_left: u32,
+    code_entry: u32,
+    code: Option<CodeSection>,
+    has_code: bool,
+    has_table: bool,
+}
+
+impl<'a> Rewrite<'a> {
+    fn new(wasm: &'a [u8], metering: Metering, plan: Plan) -> Rewrite<'a> {
+        let profiled = metering == Metering::Profiled;
+        Rewrite {
+            wasm,
+            metering,
+            plan,
+            re: Reencoder { imported_funcs: 0, shift: if profiled { PROFILE_HOOKS } else { 0 } },
+            module: Module::new(),
+            num_types: 0,
+            imported_globals: 0,
+            defined_funcs: 0,
+            defined_globals: 0,
+            mem_type: None,
+            result_blocks: Vec::new(),
+            func_types: Vec::new(),
+            type_params: Vec::new(),
+            mark_type: 0,
+            touch_type: 0,
+            persistent_globals: Vec::new(),
+            custom_sections: Vec::new(),
+            import_done: !profiled,
+            global_done: false,
+            export_done: false,
+            code_entries_left: 0,
+            code_entry: 0,
+            code: None,
+            has_code: false,
+            has_table: false,
         }
     }
-    let tracked_mem = match first_mem {
-        Some(m64) if track_heap && trackable && imported_mems == 0 && defined_mems > 0 => {
-            Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
-        }
-        _ => None,
-    };
-    let dirty_map = tracked_mem.map(|_| imported_mems + defined_mems);
-    let counted_mem = match first_mem {
-        Some(m64) if tracking.pages != PageCounting::Off && imported_mems == 0 && defined_mems > 0 => {
-            Some(if m64 { MemType::Wasm64 } else { MemType::Wasm32 })
-        }
-        _ => None,
-    };
-    // The marks, unless the host counts faults instead.
-    let paged_mem = counted_mem.filter(|_| tracking.pages == PageCounting::Marks);
-    // The map of pages read, then the map of pages written.
-    let pages_map = paged_mem.map(|_| imported_mems + defined_mems + u32::from(dirty_map.is_some()));
-    let temps = tracked_mem.is_some() || paged_mem.is_some();
-    let mut mark_type = 0u32;
-    let mut touch_type = 0u32;
-    let mut persistent_globals = Vec::new();
-    let mut custom_sections = Vec::new();
-    let mut import_done = !profiled;
-    let mut global_done = false;
-    let mut export_done = false;
-    let mut code_entries_left = 0u32;
-    let mut code_entry = 0u32;
-    let mut code: Option<CodeSection> = None;
-    let mut has_code = false;
-    let mut has_table = false;
 
-    for payload in Parser::new(0).parse_all(wasm) {
-        let payload = payload.context("parsing the wasm")?;
+    fn profiled(&self) -> bool {
+        self.metering == Metering::Profiled
+    }
+
+    fn payload(&mut self, payload: Payload<'a>) -> Result<()> {
         if let Payload::TableSection(_) = payload {
-            has_table = true;
+            self.has_table = true;
         }
-        // Insert our import, global and export sections where the module has none.
         if let Some(r) = rank(&payload) {
-            if r > IMPORT_RANK && !import_done {
-                let mut imports = wasm_encoder::ImportSection::new();
-                push_profile_imports(&mut imports, num_types);
-                module.section(&imports);
-                import_done = true;
-            }
-            if r > GLOBAL_RANK && !global_done {
-                let mut g = GlobalSection::new();
-                push_counter_globals(&mut g, temps);
-                module.section(&g);
-                global_done = true;
-            }
-            if r > EXPORT_RANK && !export_done {
-                let mut e = ExportSection::new();
-                let start = start.map(|f| re.function_index(f)).transpose()?;
-                push_exports(
-                    &mut e,
-                    imported_globals + defined_globals,
-                    start,
-                    &persistent_globals,
-                    mem_type.is_some(),
-                    has_table,
-                    Maps { dirty: dirty_map, pages: pages_map },
-                );
-                module.section(&e);
-                export_done = true;
-            }
+            self.insert_missing(r)?;
         }
+        let profiled = self.profiled();
         match payload {
-            Payload::Version { .. } => {}
-            Payload::TypeSection(reader) => {
-                let mut types = TypeSection::new();
-                let mut multi_results = Vec::new();
-                for group in reader {
-                    let group = group?;
-                    for sub in group.types() {
-                        let results = match &sub.composite_type.inner {
-                            wasmparser::CompositeInnerType::Func(f) => f.results(),
-                            _ => &[],
-                        };
-                        type_params.push(match &sub.composite_type.inner {
-                            wasmparser::CompositeInnerType::Func(f) => f.params().len() as u32,
-                            _ => 0,
-                        });
-                        result_blocks.push(match results {
-                            [] => BlockType::Empty,
-                            [one] => BlockType::Result(re.val_type(*one)?),
-                            many => {
-                                multi_results.push(many.to_vec());
-                                // Appended after ours, below: three helper types, then these.
-                                BlockType::FunctionType(u32::MAX)
-                            }
-                        });
-                    }
-                    num_types += group.types().len() as u32;
-                    re.parse_recursive_type_group(types.ty(), group)?;
-                }
-                types.ty().function([], []);
-                types.ty().function([ValType::I64], [ValType::I64]);
-                if profiled {
-                    types.ty().function([ValType::I32, ValType::I64], []);
-                    let placeholders =
-                        result_blocks.iter_mut().filter(|b| matches!(b, BlockType::FunctionType(u32::MAX)));
-                    for (ty, b) in (num_types + 3..).zip(placeholders) {
-                        *b = BlockType::FunctionType(ty);
-                    }
-                    for results in multi_results {
-                        let results = results.into_iter().map(|t| re.val_type(t)).collect::<Result<Vec<_>, _>>()?;
-                        types.ty().function([], results);
-                    }
-                }
-                if let Some(mem) = tracked_mem {
-                    // The range-marking helper, [dst, n] -> [], last of all types.
-                    mark_type = types.len();
-                    types.ty().function([addr_type(mem), addr_type(mem)], []);
-                }
-                if let Some(mem) = paged_mem {
-                    // The touch helper, [start, n, bits] -> [].
-                    touch_type = types.len();
-                    types.ty().function([addr_type(mem), addr_type(mem), ValType::I32], []);
-                }
-                module.section(&types);
-            }
-            Payload::ImportSection(reader) => {
-                let mut section = wasm_encoder::ImportSection::new();
-                for imp in reader.into_imports() {
-                    let imp = imp?;
-                    match imp.ty {
-                        TypeRef::Func(_) | TypeRef::FuncExact(_) => {
-                            re.imported_funcs += 1;
-                        }
-                        TypeRef::Global(g) => {
-                            if g.mutable {
-                                bail!("imported mutable globals are not supported");
-                            }
-                            imported_globals += 1;
-                        }
-                        TypeRef::Memory(m) => {
-                            mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
-                        }
-                        TypeRef::Table(_) => has_table = true,
-                        _ => {}
-                    }
-                    re.parse_import(&mut section, imp)?;
-                }
-                if profiled {
-                    push_profile_imports(&mut section, num_types);
-                    import_done = true;
-                }
-                module.section(&section);
-            }
-            Payload::FunctionSection(reader) => {
-                let mut funcs = FunctionSection::new();
-                defined_funcs = reader.count();
-                for ty in reader {
-                    let ty = ty?;
-                    func_types.push(ty);
-                    funcs.function(re.type_index(ty)?);
-                }
-                // The helpers' types were appended to the type section: [] -> [], [i64] -> [i64].
-                funcs.function(num_types);
-                funcs.function(num_types + 1);
-                if tracked_mem.is_some() {
-                    funcs.function(mark_type);
-                }
-                if paged_mem.is_some() {
-                    funcs.function(touch_type);
-                }
-                module.section(&funcs);
-            }
-            Payload::MemorySection(reader) => {
-                let mut mems = wasm_encoder::MemorySection::new();
-                for m in reader {
-                    let m = m?;
-                    mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
-                    mems.memory(re.memory_type(m)?);
-                }
-                // The maps: fixed-size 32-bit memories of their own.
-                let map = |entries: u64| {
-                    let pages = entries.div_ceil(1 << 16);
-                    wasm_encoder::MemoryType {
-                        minimum: pages,
-                        maximum: Some(pages),
-                        memory64: false,
-                        shared: false,
-                        page_size_log2: None,
-                    }
-                };
-                if let Some(mem) = tracked_mem {
-                    mems.memory(map(dirty_max_page(mem) + 2));
-                }
-                if let Some(mem) = paged_mem {
-                    // Pages read, pages written.
-                    mems.memory(map(page_map_entries(mem)));
-                    mems.memory(map(page_map_entries(mem)));
-                }
-                module.section(&mems);
-            }
-            Payload::GlobalSection(reader) => {
-                let mut globals = GlobalSection::new();
-                for (i, g) in reader.into_iter().enumerate() {
-                    let g = g?;
-                    if g.ty.mutable {
-                        persistent_globals.push(imported_globals + i as u32);
-                    }
-                    defined_globals += 1;
-                    re.parse_global(&mut globals, g)?;
-                }
-                push_counter_globals(&mut globals, temps);
-                module.section(&globals);
-                global_done = true;
-            }
-            Payload::ExportSection(reader) => {
-                let mut exports = ExportSection::new();
-                for e in reader {
-                    let e = e?;
-                    if e.name == COUNTER_EXPORT
-                        || e.name == MEMORY_EXPORT
-                        || e.name == OUT_OF_INSTRUCTIONS_FLAG_EXPORT
-                        || e.name == TABLE_EXPORT
-                        || e.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
-                    {
-                        bail!("the module already exports {:?}, a name the runner reserves", e.name);
-                    }
-                    re.parse_export(&mut exports, e)?;
-                }
-                let start = start.map(|f| re.function_index(f)).transpose()?;
-                push_exports(
-                    &mut exports,
-                    imported_globals + defined_globals,
-                    start,
-                    &persistent_globals,
-                    mem_type.is_some(),
-                    has_table,
-                    Maps { dirty: dirty_map, pages: pages_map },
-                );
-                module.section(&exports);
-                export_done = true;
-            }
+            Payload::Version { .. } | Payload::End(_) => {}
+            Payload::TypeSection(reader) => self.types(reader)?,
+            Payload::ImportSection(reader) => self.imports(reader)?,
+            Payload::FunctionSection(reader) => self.functions(reader)?,
+            Payload::MemorySection(reader) => self.memories(reader)?,
+            Payload::GlobalSection(reader) => self.globals(reader)?,
+            Payload::ExportSection(reader) => self.exports(reader)?,
             Payload::StartSection { .. } => {
                 // Removed: exported as START_EXPORT and run by the host, as the replica does.
             }
             Payload::CodeSectionStart { count, .. } => {
-                code_entries_left = count;
-                has_code = true;
-                code = Some(CodeSection::new());
+                self.code_entries_left = count;
+                self.has_code = true;
+                self.code = Some(CodeSection::new());
             }
-            Payload::CodeSectionEntry(body) => {
-                let ooi_func = re.imported_funcs + re.shift + defined_funcs;
-                let dirty = dirty_map.map(|map| Dirty {
-                    map,
-                    mark_func: ooi_func + 2,
-                    temps: imported_globals + defined_globals + 2,
-                });
-                let globals = imported_globals + defined_globals;
-                let pages = pages_map.map(|map| Paged { map, touch_func: ooi_func + 2 + u32::from(dirty.is_some()) });
-                let ix = Injected { counter: globals, ooi_func, bulk_func: ooi_func + 1, dirty, pages };
-                let hooks = if profiled {
-                    let ty = *func_types.get(code_entry as usize).context("more bodies than functions")?;
-                    Some(Hooks {
-                        enter: re.imported_funcs,
-                        exit: re.imported_funcs + 1,
-                        func: re.imported_funcs + code_entry,
-                        block: *result_blocks.get(ty as usize).context("a function type out of range")?,
-                    })
-                } else {
-                    None
-                };
-                let section = code.as_mut().expect("code section started");
-                let mem = mem_type.unwrap_or(MemType::Wasm32);
-                let params = func_types
-                    .get(code_entry as usize)
-                    .and_then(|t| type_params.get(*t as usize))
-                    .copied()
-                    .context("a function body without a type")?;
-                instrument_body(section, body, ix, mem, metering, hooks, params, &mut re)?;
-                code_entry += 1;
-                code_entries_left -= 1;
-                if code_entries_left == 0 {
-                    let bulk_hooks = profiled.then_some(Hooks {
-                        enter: re.imported_funcs,
-                        exit: re.imported_funcs + 1,
-                        func: BULK_FRAME,
-                        block: BlockType::Empty,
-                    });
-                    push_helper_bodies(section, ix, bulk_hooks, tracked_mem, paged_mem);
-                    module.section(&*section);
-                }
-            }
+            Payload::CodeSectionEntry(body) => self.code_entry(body)?,
             Payload::CustomSection(c) => {
-                custom_sections.push((c.name().to_string(), c.data().to_vec()));
+                self.custom_sections.push((c.name().to_string(), c.data().to_vec()));
                 if profiled && c.name() == "name" {
                     // Function names move with the functions (wasmtime's backtraces read them).
-                    re.parse_custom_section(&mut module, c)?;
+                    self.re.parse_custom_section(&mut self.module, c)?;
                 } else {
-                    module.section(&RawSection { id: 0, data: &wasm[c.range()] });
+                    self.module.section(&RawSection { id: 0, data: &self.wasm[c.range()] });
                 }
             }
             Payload::TableSection(reader) if profiled => {
                 // Table initialisers may hold `ref.func`.
                 let mut tables = wasm_encoder::TableSection::new();
-                re.parse_table_section(&mut tables, reader)?;
-                module.section(&tables);
+                self.re.parse_table_section(&mut tables, reader)?;
+                self.module.section(&tables);
             }
             Payload::ElementSection(reader) if profiled => {
                 let mut elements = wasm_encoder::ElementSection::new();
-                re.parse_element_section(&mut elements, reader)?;
-                module.section(&elements);
+                self.re.parse_element_section(&mut elements, reader)?;
+                self.module.section(&elements);
             }
-            Payload::End(_) => {}
             other => {
                 // Tables, tags, elements, data count, data: copied as they are.
                 if let Some((id, range)) = other.as_section() {
-                    module.section(&RawSection { id, data: &wasm[range] });
+                    self.module.section(&RawSection { id, data: &self.wasm[range] });
                 } else {
                     bail!("unsupported wasm payload: {other:?}");
                 }
             }
         }
+        Ok(())
     }
-    if !has_code {
-        bail!("the module defines no functions");
+
+    /// Inserts our import, global and export sections where the module has none, before the
+    /// first section of rank `r` that comes after them.
+    fn insert_missing(&mut self, r: u8) -> Result<()> {
+        if r > IMPORT_RANK && !self.import_done {
+            let mut imports = wasm_encoder::ImportSection::new();
+            push_profile_imports(&mut imports, self.num_types);
+            self.module.section(&imports);
+            self.import_done = true;
+        }
+        if r > GLOBAL_RANK && !self.global_done {
+            let mut g = GlobalSection::new();
+            push_counter_globals(&mut g, self.plan.temps());
+            self.module.section(&g);
+            self.global_done = true;
+        }
+        if r > EXPORT_RANK && !self.export_done {
+            let mut e = ExportSection::new();
+            self.push_our_exports(&mut e)?;
+            self.module.section(&e);
+            self.export_done = true;
+        }
+        Ok(())
     }
-    Ok(Instrumented {
-        wasm: module.finish(),
-        mem_type: mem_type.unwrap_or(MemType::Wasm32),
-        has_start: start.is_some(),
-        persistent_globals,
-        custom_sections,
-        tracks_heap: tracked_mem.is_some(),
-        tracks_pages: counted_mem.is_some(),
-        page_faults: counted_mem.is_some() && tracking.pages == PageCounting::Faults,
-    })
+
+    fn push_our_exports(&mut self, e: &mut ExportSection) -> Result<()> {
+        let start = self.plan.start.map(|f| self.re.function_index(f)).transpose()?;
+        push_exports(
+            e,
+            self.imported_globals + self.defined_globals,
+            start,
+            &self.persistent_globals,
+            self.mem_type.is_some(),
+            self.has_table,
+            Maps { dirty: self.plan.dirty_map, pages: self.plan.pages_map },
+        );
+        Ok(())
+    }
+
+    fn types(&mut self, reader: wasmparser::TypeSectionReader<'a>) -> Result<()> {
+        let mut types = TypeSection::new();
+        let mut multi_results = Vec::new();
+        for group in reader {
+            let group = group?;
+            for sub in group.types() {
+                let (params, results) = match &sub.composite_type.inner {
+                    wasmparser::CompositeInnerType::Func(f) => (f.params().len() as u32, f.results()),
+                    _ => (0, &[][..]),
+                };
+                self.type_params.push(params);
+                self.result_blocks.push(match results {
+                    [] => BlockType::Empty,
+                    [one] => BlockType::Result(self.re.val_type(*one)?),
+                    many => {
+                        multi_results.push(many.to_vec());
+                        // Appended after ours, below: three helper types, then these.
+                        BlockType::FunctionType(u32::MAX)
+                    }
+                });
+            }
+            self.num_types += group.types().len() as u32;
+            self.re.parse_recursive_type_group(types.ty(), group)?;
+        }
+        types.ty().function([], []);
+        types.ty().function([ValType::I64], [ValType::I64]);
+        if self.profiled() {
+            types.ty().function([ValType::I32, ValType::I64], []);
+            let placeholders = self.result_blocks.iter_mut().filter(|b| matches!(b, BlockType::FunctionType(u32::MAX)));
+            for (ty, b) in (self.num_types + 3..).zip(placeholders) {
+                *b = BlockType::FunctionType(ty);
+            }
+            for results in multi_results {
+                let results = results.into_iter().map(|t| self.re.val_type(t)).collect::<Result<Vec<_>, _>>()?;
+                types.ty().function([], results);
+            }
+        }
+        if let Some(mem) = self.plan.tracked_mem {
+            // The range-marking helper, [dst, n] -> [], last of all types.
+            self.mark_type = types.len();
+            types.ty().function([addr_type(mem), addr_type(mem)], []);
+        }
+        if let Some(mem) = self.plan.paged_mem {
+            // The touch helper, [start, n, bits] -> [].
+            self.touch_type = types.len();
+            types.ty().function([addr_type(mem), addr_type(mem), ValType::I32], []);
+        }
+        self.module.section(&types);
+        Ok(())
+    }
+
+    fn imports(&mut self, reader: wasmparser::ImportSectionReader<'a>) -> Result<()> {
+        let mut section = wasm_encoder::ImportSection::new();
+        for imp in reader.into_imports() {
+            let imp = imp?;
+            match imp.ty {
+                TypeRef::Func(_) | TypeRef::FuncExact(_) => {
+                    self.re.imported_funcs += 1;
+                }
+                TypeRef::Global(g) => {
+                    if g.mutable {
+                        bail!("imported mutable globals are not supported");
+                    }
+                    self.imported_globals += 1;
+                }
+                TypeRef::Memory(m) => {
+                    self.mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
+                }
+                TypeRef::Table(_) => self.has_table = true,
+                _ => {}
+            }
+            self.re.parse_import(&mut section, imp)?;
+        }
+        if self.profiled() {
+            push_profile_imports(&mut section, self.num_types);
+            self.import_done = true;
+        }
+        self.module.section(&section);
+        Ok(())
+    }
+
+    fn functions(&mut self, reader: wasmparser::FunctionSectionReader<'a>) -> Result<()> {
+        let mut funcs = FunctionSection::new();
+        self.defined_funcs = reader.count();
+        for ty in reader {
+            let ty = ty?;
+            self.func_types.push(ty);
+            funcs.function(self.re.type_index(ty)?);
+        }
+        // The helpers' types were appended to the type section: [] -> [], [i64] -> [i64].
+        funcs.function(self.num_types);
+        funcs.function(self.num_types + 1);
+        if self.plan.tracked_mem.is_some() {
+            funcs.function(self.mark_type);
+        }
+        if self.plan.paged_mem.is_some() {
+            funcs.function(self.touch_type);
+        }
+        self.module.section(&funcs);
+        Ok(())
+    }
+
+    fn memories(&mut self, reader: wasmparser::MemorySectionReader<'a>) -> Result<()> {
+        let mut mems = wasm_encoder::MemorySection::new();
+        for m in reader {
+            let m = m?;
+            self.mem_type.get_or_insert(if m.memory64 { MemType::Wasm64 } else { MemType::Wasm32 });
+            mems.memory(self.re.memory_type(m)?);
+        }
+        // The maps: fixed-size 32-bit memories of their own.
+        let map = |entries: u64| {
+            let pages = entries.div_ceil(1 << 16);
+            wasm_encoder::MemoryType {
+                minimum: pages,
+                maximum: Some(pages),
+                memory64: false,
+                shared: false,
+                page_size_log2: None,
+            }
+        };
+        if let Some(mem) = self.plan.tracked_mem {
+            mems.memory(map(dirty_max_page(mem) + 2));
+        }
+        if let Some(mem) = self.plan.paged_mem {
+            // Pages read, pages written.
+            mems.memory(map(page_map_entries(mem)));
+            mems.memory(map(page_map_entries(mem)));
+        }
+        self.module.section(&mems);
+        Ok(())
+    }
+
+    fn globals(&mut self, reader: wasmparser::GlobalSectionReader<'a>) -> Result<()> {
+        let mut globals = GlobalSection::new();
+        for (i, g) in reader.into_iter().enumerate() {
+            let g = g?;
+            if g.ty.mutable {
+                self.persistent_globals.push(self.imported_globals + i as u32);
+            }
+            self.defined_globals += 1;
+            self.re.parse_global(&mut globals, g)?;
+        }
+        push_counter_globals(&mut globals, self.plan.temps());
+        self.module.section(&globals);
+        self.global_done = true;
+        Ok(())
+    }
+
+    fn exports(&mut self, reader: wasmparser::ExportSectionReader<'a>) -> Result<()> {
+        let mut exports = ExportSection::new();
+        for e in reader {
+            let e = e?;
+            if e.name == COUNTER_EXPORT
+                || e.name == MEMORY_EXPORT
+                || e.name == OUT_OF_INSTRUCTIONS_FLAG_EXPORT
+                || e.name == TABLE_EXPORT
+                || e.name.starts_with(PERSISTENT_GLOBAL_PREFIX)
+            {
+                bail!("the module already exports {:?}, a name the runner reserves", e.name);
+            }
+            self.re.parse_export(&mut exports, e)?;
+        }
+        self.push_our_exports(&mut exports)?;
+        self.module.section(&exports);
+        self.export_done = true;
+        Ok(())
+    }
+
+    /// One function body, instrumented; after the last, the helpers' bodies and the section.
+    fn code_entry(&mut self, body: wasmparser::FunctionBody<'a>) -> Result<()> {
+        let globals = self.imported_globals + self.defined_globals;
+        let ooi_func = self.re.imported_funcs + self.re.shift + self.defined_funcs;
+        let dirty = self.plan.dirty_map.map(|map| Dirty { map, mark_func: ooi_func + 2, temps: globals + 2 });
+        let pages = self.plan.pages_map.map(|map| Paged { map, touch_func: ooi_func + 2 + u32::from(dirty.is_some()) });
+        let ix = Injected { counter: globals, ooi_func, bulk_func: ooi_func + 1, dirty, pages };
+        let entry = self.code_entry as usize;
+        let hooks = if self.profiled() {
+            let ty = *self.func_types.get(entry).context("more bodies than functions")?;
+            Some(Hooks {
+                enter: self.re.imported_funcs,
+                exit: self.re.imported_funcs + 1,
+                func: self.re.imported_funcs + self.code_entry,
+                block: *self.result_blocks.get(ty as usize).context("a function type out of range")?,
+            })
+        } else {
+            None
+        };
+        let section = self.code.as_mut().expect("code section started");
+        let mem = self.mem_type.unwrap_or(MemType::Wasm32);
+        let params = self
+            .func_types
+            .get(entry)
+            .and_then(|t| self.type_params.get(*t as usize))
+            .copied()
+            .context("a function body without a type")?;
+        instrument_body(section, body, ix, mem, self.metering, hooks, params, &mut self.re)?;
+        self.code_entry += 1;
+        self.code_entries_left -= 1;
+        if self.code_entries_left == 0 {
+            let bulk_hooks = (self.metering == Metering::Profiled).then_some(Hooks {
+                enter: self.re.imported_funcs,
+                exit: self.re.imported_funcs + 1,
+                func: BULK_FRAME,
+                block: BlockType::Empty,
+            });
+            push_helper_bodies(section, ix, bulk_hooks, self.plan.tracked_mem, self.plan.paged_mem);
+            self.module.section(&*section);
+        }
+        Ok(())
+    }
+
+    fn finish(self, tracking: Tracking) -> Result<Instrumented> {
+        if !self.has_code {
+            bail!("the module defines no functions");
+        }
+        let counted = self.plan.counted_mem.is_some();
+        Ok(Instrumented {
+            wasm: self.module.finish(),
+            mem_type: self.mem_type.unwrap_or(MemType::Wasm32),
+            has_start: self.plan.start.is_some(),
+            persistent_globals: self.persistent_globals,
+            custom_sections: self.custom_sections,
+            tracks_heap: self.plan.tracked_mem.is_some(),
+            tracks_pages: counted,
+            page_faults: counted && tracking.pages == PageCounting::Faults,
+        })
+    }
 }
 
 /// The profiler's two hooks, of type `num_types + 2` (`[i32, i64] -> []`).

@@ -490,123 +490,20 @@ impl std::error::Error for BenchError {}
 
 /// The `bench` command.
 pub fn run(args: &BenchArgs) -> Result<ExitCode> {
-    let cfg_name = std::env::var("CANBENCH_CFG_FILE").unwrap_or_else(|_| "canbench.yml".into());
-    let Ok(cfg_text) = std::fs::read_to_string(&cfg_name) else {
-        eprintln!("configuration file not found: '{cfg_name}'");
-        return Ok(ExitCode::FAILURE);
-    };
-    let cfg: Config = serde_yaml::from_str(&cfg_text).with_context(|| format!("reading {cfg_name}"))?;
-    if let (Some(cmd), false) = (&cfg.build_cmd, args.no_build) {
-        let status = std::process::Command::new("bash").arg("-c").arg(cmd).status().context("running build_cmd")?;
-        if !status.success() {
-            bail!("build_cmd `{cmd}` failed with {status}");
-        }
-    }
-    let results_path = cfg.results_path.clone().unwrap_or_else(|| "canbench_results.yml".into());
-    let csv_path = cfg.csv_results_path.clone().unwrap_or_else(|| "canbench_results.csv".into());
-    let old = match canbench::read_results(&results_path) {
-        Ok(r) => r.map(|r| r.benches).unwrap_or_default(),
-        Err(e) if e.downcast_ref::<canbench::VersionError>().is_some() => {
-            eprintln!("{e}");
-            return Ok(ExitCode::FAILURE);
-        }
-        Err(e) => return Err(e),
-    };
-    let init_args = match &cfg.init_args {
-        Some(a) => hex_decode(&a.hex).with_context(|| format!("{cfg_name}: init_args.hex"))?,
-        None => Vec::new(),
-    };
-    let stable = cfg
-        .stable_memory
-        .as_ref()
-        .map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display())))
-        .transpose()?;
-    let env_vars = cfg.env_vars.as_ref().map(|e| read_env_vars(&e.file)).transpose()?.unwrap_or_default();
-    let setup = BenchSetup { init_args, stable_memory: stable, env_vars };
-    if args.no_metering && args.persist {
-        bail!("--no-metering counts nothing: it cannot be combined with --persist");
-    }
-    if args.no_metering && args.profile {
-        bail!("--no-metering counts nothing: it cannot be combined with --profile");
-    }
-
-    let metering = match (args.no_metering, args.profile) {
-        (true, _) => Metering::Off,
-        (false, true) => Metering::Profiled,
-        (false, false) => Metering::On,
-    };
-    // Shared setups run each benchmark in a process of its own, where nothing is undone: the code
-    // needs no heap tracking there.
-    let shared = cfg!(unix) && !args.full_setups && !args.profile;
-    let choice =
-        args.cost_model.unwrap_or(if shared && !args.no_metering { ModelChoice::Both } else { ModelChoice::Canbench });
-    if choice == ModelChoice::Both && !shared {
-        bail!("--cost-model both runs the measured steps twice from shared setups: not with --full-setups or --profile (run --cost-model canbench and ic one after the other)");
-    }
-    if args.no_page_counts && choice != ModelChoice::Canbench {
-        bail!("--no-page-counts: the ic cost model charges the pages; run it with --cost-model canbench");
-    }
-    if args.no_metering && choice != ModelChoice::Canbench {
-        bail!("--no-metering counts nothing: run it with --cost-model canbench");
-    }
-    let mainnet_path = mainnet_results_path(&results_path);
-    let old_mainnet = read_mainnet_results(&mainnet_path)?.benches;
+    // The flags first: a wrong combination stops before the build.
+    let mode = Mode::of(args)?;
+    let Some(suite) = Suite::read(args)? else { return Ok(ExitCode::FAILURE) };
+    let Some(committed) = Committed::read(&suite.results_path)? else { return Ok(ExitCode::FAILURE) };
     let started = Instant::now();
     let tracking = crate::instrument::Tracking {
-        heap: !shared,
+        heap: !mode.shared,
         pages: crate::instrument::PageCounting::when(!args.no_page_counts),
     };
-    let code = Code::from_file_tracked(&cfg.wasm_path, metering, tracking)?;
+    let code = Code::from_file_tracked(&suite.cfg.wasm_path, mode.metering, tracking)?;
     let load = started.elapsed();
-    let profile_out = if args.profile {
-        let names = profile::Names::from_wasm(&code.wasm)?;
-        if names.is_empty() {
-            eprintln!(
-                "{} has no name section: functions are shown as func[N] (scripts/build.sh bench keeps the names)",
-                cfg.wasm_path.display()
-            );
-        }
-        if args.profile_pages && args.no_page_counts {
-            bail!("--profile-pages attributes the pages the code marks: not with --no-page-counts");
-        }
-        Some(profile::Output { dir: args.profile_dir.clone(), names, pages: args.profile_pages })
-    } else {
-        None
-    };
-    let show_results = !args.hide_results;
+    let profile_out = profile_output(args, &code, &suite.cfg.wasm_path)?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    // Under ic alone, the printed blocks are the ic figures (against the mainnet file).
-    let old_ic: BTreeMap<String, BenchResult> = old_mainnet.iter().map(|(n, b)| (n.clone(), b.result())).collect();
-    let shown_old = if choice == ModelChoice::Ic { &old_ic } else { &old };
-    let print_block = |run: &Run| {
-        if show_results {
-            let result = if choice == ModelChoice::Ic { run.ic.as_ref().unwrap_or(&run.result) } else { &run.result };
-            print!(
-                "{}",
-                canbench::format_benchmark_section(&run.name, result, shown_old.get(&run.name), args.noise_threshold)
-            );
-        }
-    };
-    let runs = if shared {
-        let both = choice != ModelChoice::Canbench;
-        run_shared(code, &setup, args.pattern.as_deref(), args.show_canister_output, jobs, &old, both, print_block)
-    } else {
-        let model = if choice == ModelChoice::Ic { CostModel::Ic } else { CostModel::Canbench };
-        let names = matching(&code, args.pattern.as_deref());
-        run_named_in(code, &setup, &names, args.show_canister_output, jobs, profile_out.as_ref(), model, print_block)
-            .map(|runs| {
-                // Under ic alone the one run is the ic run.
-                runs.into_iter()
-                    .map(|mut r| {
-                        if model == CostModel::Ic {
-                            r.ic = Some(copy_result(&r.result));
-                        }
-                        r
-                    })
-                    .collect()
-            })
-    };
-    let runs = match runs {
+    let runs = match measure(args, mode, code, &suite.setup, jobs, profile_out.as_ref(), &committed) {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<BenchError>().is_some() => {
             eprintln!("{e}");
@@ -614,93 +511,287 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
         }
         Err(e) => return Err(e),
     };
-    let new: BTreeMap<String, BenchResult> = runs.iter().map(|r| (r.name.clone(), copy_result(&r.result))).collect();
-    let new_mainnet: BTreeMap<String, MainnetBench> = runs
-        .iter()
-        .filter_map(|r| {
-            let ic = r.ic.as_ref()?;
-            let pages = r.pages.unwrap_or_default();
-            Some((
-                r.name.clone(),
-                MainnetBench {
-                    pages,
-                    total: ic.total.clone(),
-                    scopes: ic.scopes.clone(),
-                    scope_pages: r.scope_pages.clone(),
-                },
-            ))
-        })
-        .collect();
-    let canbench_model = choice != ModelChoice::Ic;
-    if canbench_model {
-        print!(
-            "{}",
-            canbench::format_report_tail(&new, &old, !args.less_verbose || args.show_summary, args.noise_threshold)
-        );
-        if args.csv {
-            canbench::write_csv(&csv_path, &new, &old, args.noise_threshold)?;
-            print!("{}", canbench::format_csv_saved(&csv_path));
-        }
-    }
-    if args.persist {
-        if canbench_model {
-            canbench::write_results(&results_path, &new)?;
-            print!("{}", canbench::format_persisted(&results_path));
-        }
-        if !new_mainnet.is_empty() {
-            // A filtered run updates its benchmarks and keeps the others (read at the start), as
-            // canbench does not: without a pattern the file is exactly this run.
-            let mut all = if args.pattern.is_none() { BTreeMap::new() } else { old_mainnet.clone() };
-            let n = new_mainnet.len();
-            all.extend(new_mainnet.clone());
-            write_mainnet_results(&mainnet_path, all)?;
-            println!("Successfully persisted {n} mainnet-priced results to {}", mainnet_path.display());
-        }
-    }
+    let measured = Measured::of(&runs);
+    report(args, mode, &suite, &committed, &measured)?;
     println!();
-    print!("{}", limits_table(&runs, metering, jobs, shared, load, started.elapsed()));
+    print!("{}", limits_table(&runs, mode.metering, jobs, mode.shared, load, started.elapsed()));
     if let Some(out) = &profile_out {
         print!("{}", profiles_summary(&runs, &out.dir));
     }
     if args.check {
-        let mut stale = if canbench_model {
-            stale_results(&new, &old, args.pattern.as_deref(), args.noise_threshold)
-        } else {
-            Vec::new()
-        };
-        if choice != ModelChoice::Canbench {
-            let new_ic: BTreeMap<String, BenchResult> =
-                new_mainnet.iter().map(|(n, b)| (n.clone(), b.result())).collect();
-            for line in stale_results(&new_ic, &old_ic, args.pattern.as_deref(), args.noise_threshold) {
-                stale.push(format!("{}: {line}", mainnet_path.display()));
-            }
-            for (name, b) in &new_mainnet {
-                if let Some(o) = old_mainnet.get(name).filter(|o| o.pages != b.pages) {
-                    stale.push(format!("{}: {name}: pages {:?} -> {:?}", mainnet_path.display(), o.pages, b.pages));
-                }
-                if let Some(o) = old_mainnet.get(name).filter(|o| o.scope_pages != b.scope_pages) {
-                    stale.push(format!(
-                        "{}: {name}: scope pages {:?} -> {:?}",
-                        mainnet_path.display(),
-                        o.scope_pages,
-                        b.scope_pages
-                    ));
-                }
-            }
-        }
-        if !stale.is_empty() {
-            eprintln!(
-                "{} is stale (regenerate with scripts/bench.sh --persist and commit it with the change):",
-                results_path.display()
-            );
-            for line in stale {
-                eprintln!("  {line}");
-            }
-            return Ok(ExitCode::FAILURE);
-        }
-        eprintln!("{} is up to date (every benchmark within {}%)", results_path.display(), args.noise_threshold);
+        return Ok(check(args, mode, &suite, &committed, &measured));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// canbench.yml read, its build command run, and what it names loaded.
+struct Suite {
+    cfg: Config,
+    results_path: PathBuf,
+    csv_path: PathBuf,
+    setup: BenchSetup,
+}
+
+impl Suite {
+    /// The suite; `None` (said on stderr) if there is no canbench.yml.
+    fn read(args: &BenchArgs) -> Result<Option<Suite>> {
+        let cfg_name = std::env::var("CANBENCH_CFG_FILE").unwrap_or_else(|_| "canbench.yml".into());
+        let Ok(cfg_text) = std::fs::read_to_string(&cfg_name) else {
+            eprintln!("configuration file not found: '{cfg_name}'");
+            return Ok(None);
+        };
+        let cfg: Config = serde_yaml::from_str(&cfg_text).with_context(|| format!("reading {cfg_name}"))?;
+        if let (Some(cmd), false) = (&cfg.build_cmd, args.no_build) {
+            let status = std::process::Command::new("bash").arg("-c").arg(cmd).status().context("running build_cmd")?;
+            if !status.success() {
+                bail!("build_cmd `{cmd}` failed with {status}");
+            }
+        }
+        let results_path = cfg.results_path.clone().unwrap_or_else(|| "canbench_results.yml".into());
+        let csv_path = cfg.csv_results_path.clone().unwrap_or_else(|| "canbench_results.csv".into());
+        let init_args = match &cfg.init_args {
+            Some(a) => hex_decode(&a.hex).with_context(|| format!("{cfg_name}: init_args.hex"))?,
+            None => Vec::new(),
+        };
+        let stable = cfg
+            .stable_memory
+            .as_ref()
+            .map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display())))
+            .transpose()?;
+        let env_vars = cfg.env_vars.as_ref().map(|e| read_env_vars(&e.file)).transpose()?.unwrap_or_default();
+        let setup = BenchSetup { init_args, stable_memory: stable, env_vars };
+        Ok(Some(Suite { cfg, results_path, csv_path, setup }))
+    }
+}
+
+/// The committed results, read before the run.
+struct Committed {
+    /// canbench's results.
+    canbench: BTreeMap<String, BenchResult>,
+    /// The mainnet-priced results file and its benchmarks.
+    mainnet_path: PathBuf,
+    mainnet: BTreeMap<String, MainnetBench>,
+    /// Their ic figures as canbench's results (what the blocks and checks compare).
+    ic: BTreeMap<String, BenchResult>,
+}
+
+impl Committed {
+    /// The results beside `results_path`; `None` (said on stderr) if canbench's are of another
+    /// version.
+    fn read(results_path: &std::path::Path) -> Result<Option<Committed>> {
+        let canbench = match canbench::read_results(results_path) {
+            Ok(r) => r.map(|r| r.benches).unwrap_or_default(),
+            Err(e) if e.downcast_ref::<canbench::VersionError>().is_some() => {
+                eprintln!("{e}");
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        };
+        let mainnet_path = mainnet_results_path(results_path);
+        let mainnet = read_mainnet_results(&mainnet_path)?.benches;
+        let ic = mainnet.iter().map(|(n, b)| (n.clone(), b.result())).collect();
+        Ok(Some(Committed { canbench, mainnet_path, mainnet, ic }))
+    }
+}
+
+/// How the run measures, from the flags.
+#[derive(Clone, Copy)]
+struct Mode {
+    metering: Metering,
+    /// Whether setups are shared (each benchmark in a process of its own, where nothing is
+    /// undone: the code needs no heap tracking there).
+    shared: bool,
+    choice: ModelChoice,
+}
+
+impl Mode {
+    fn of(args: &BenchArgs) -> Result<Mode> {
+        if args.no_metering && args.persist {
+            bail!("--no-metering counts nothing: it cannot be combined with --persist");
+        }
+        if args.no_metering && args.profile {
+            bail!("--no-metering counts nothing: it cannot be combined with --profile");
+        }
+        let metering = match (args.no_metering, args.profile) {
+            (true, _) => Metering::Off,
+            (false, true) => Metering::Profiled,
+            (false, false) => Metering::On,
+        };
+        let shared = cfg!(unix) && !args.full_setups && !args.profile;
+        let choice = args.cost_model.unwrap_or(if shared && !args.no_metering {
+            ModelChoice::Both
+        } else {
+            ModelChoice::Canbench
+        });
+        if choice == ModelChoice::Both && !shared {
+            bail!("--cost-model both runs the measured steps twice from shared setups: not with --full-setups or --profile (run --cost-model canbench and ic one after the other)");
+        }
+        if args.no_page_counts && choice != ModelChoice::Canbench {
+            bail!("--no-page-counts: the ic cost model charges the pages; run it with --cost-model canbench");
+        }
+        if args.no_metering && choice != ModelChoice::Canbench {
+            bail!("--no-metering counts nothing: run it with --cost-model canbench");
+        }
+        Ok(Mode { metering, shared, choice })
+    }
+
+    /// Whether canbench's model runs (its results printed, written and checked).
+    fn canbench(self) -> bool {
+        self.choice != ModelChoice::Ic
+    }
+}
+
+/// Where `--profile` writes, with the module's function names.
+fn profile_output(args: &BenchArgs, code: &Code, wasm_path: &std::path::Path) -> Result<Option<profile::Output>> {
+    if !args.profile {
+        return Ok(None);
+    }
+    let names = profile::Names::from_wasm(&code.wasm)?;
+    if names.is_empty() {
+        eprintln!(
+            "{} has no name section: functions are shown as func[N] (scripts/build.sh bench keeps the names)",
+            wasm_path.display()
+        );
+    }
+    if args.profile_pages && args.no_page_counts {
+        bail!("--profile-pages attributes the pages the code marks: not with --no-page-counts");
+    }
+    Ok(Some(profile::Output { dir: args.profile_dir.clone(), names, pages: args.profile_pages }))
+}
+
+/// The benchmarks the pattern selects, each block printed as it is done (under ic alone, the ic
+/// figures against the mainnet file).
+fn measure(
+    args: &BenchArgs,
+    mode: Mode,
+    code: std::sync::Arc<Code>,
+    setup: &BenchSetup,
+    jobs: usize,
+    profile_out: Option<&profile::Output>,
+    committed: &Committed,
+) -> Result<Vec<Run>> {
+    let ic_alone = mode.choice == ModelChoice::Ic;
+    let shown_old = if ic_alone { &committed.ic } else { &committed.canbench };
+    let print_block = |run: &Run| {
+        if !args.hide_results {
+            let result = if ic_alone { run.ic.as_ref().unwrap_or(&run.result) } else { &run.result };
+            print!(
+                "{}",
+                canbench::format_benchmark_section(&run.name, result, shown_old.get(&run.name), args.noise_threshold)
+            );
+        }
+    };
+    let (pattern, output) = (args.pattern.as_deref(), args.show_canister_output);
+    if mode.shared {
+        let both = mode.choice != ModelChoice::Canbench;
+        return run_shared(code, setup, pattern, output, jobs, &committed.canbench, both, print_block);
+    }
+    let model = if ic_alone { CostModel::Ic } else { CostModel::Canbench };
+    let names = matching(&code, pattern);
+    let runs = run_named_in(code, setup, &names, output, jobs, profile_out, model, print_block)?;
+    // Under ic alone the one run is the ic run.
+    Ok(runs
+        .into_iter()
+        .map(|mut r| {
+            if model == CostModel::Ic {
+                r.ic = Some(copy_result(&r.result));
+            }
+            r
+        })
+        .collect())
+}
+
+/// What the run measured, as the results files hold it.
+struct Measured {
+    canbench: BTreeMap<String, BenchResult>,
+    mainnet: BTreeMap<String, MainnetBench>,
+}
+
+impl Measured {
+    fn of(runs: &[Run]) -> Measured {
+        let canbench = runs.iter().map(|r| (r.name.clone(), copy_result(&r.result))).collect();
+        let mainnet = runs
+            .iter()
+            .filter_map(|r| {
+                let ic = r.ic.as_ref()?;
+                let bench = MainnetBench {
+                    pages: r.pages.unwrap_or_default(),
+                    total: ic.total.clone(),
+                    scopes: ic.scopes.clone(),
+                    scope_pages: r.scope_pages.clone(),
+                };
+                Some((r.name.clone(), bench))
+            })
+            .collect();
+        Measured { canbench, mainnet }
+    }
+}
+
+/// canbench's report tail and csv file, and with `--persist` the results files.
+fn report(args: &BenchArgs, mode: Mode, suite: &Suite, committed: &Committed, measured: &Measured) -> Result<()> {
+    let (new, old, noise) = (&measured.canbench, &committed.canbench, args.noise_threshold);
+    if mode.canbench() {
+        print!("{}", canbench::format_report_tail(new, old, !args.less_verbose || args.show_summary, noise));
+        if args.csv {
+            canbench::write_csv(&suite.csv_path, new, old, noise)?;
+            print!("{}", canbench::format_csv_saved(&suite.csv_path));
+        }
+    }
+    if !args.persist {
+        return Ok(());
+    }
+    if mode.canbench() {
+        canbench::write_results(&suite.results_path, new)?;
+        print!("{}", canbench::format_persisted(&suite.results_path));
+    }
+    if !measured.mainnet.is_empty() {
+        // A filtered run updates its benchmarks and keeps the others (read at the start), as
+        // canbench does not: without a pattern the file is exactly this run.
+        let mut all = if args.pattern.is_none() { BTreeMap::new() } else { committed.mainnet.clone() };
+        let n = measured.mainnet.len();
+        all.extend(measured.mainnet.clone());
+        write_mainnet_results(&committed.mainnet_path, all)?;
+        println!("Successfully persisted {n} mainnet-priced results to {}", committed.mainnet_path.display());
+    }
+    Ok(())
+}
+
+/// `--check`: failure, with every difference listed, if the committed results are stale.
+fn check(args: &BenchArgs, mode: Mode, suite: &Suite, committed: &Committed, measured: &Measured) -> ExitCode {
+    let (pattern, noise) = (args.pattern.as_deref(), args.noise_threshold);
+    let mut stale = if mode.canbench() {
+        stale_results(&measured.canbench, &committed.canbench, pattern, noise)
+    } else {
+        Vec::new()
+    };
+    if mode.choice != ModelChoice::Canbench {
+        let path = committed.mainnet_path.display();
+        let new_ic: BTreeMap<String, BenchResult> =
+            measured.mainnet.iter().map(|(n, b)| (n.clone(), b.result())).collect();
+        for line in stale_results(&new_ic, &committed.ic, pattern, noise) {
+            stale.push(format!("{path}: {line}"));
+        }
+        for (name, b) in &measured.mainnet {
+            if let Some(o) = committed.mainnet.get(name).filter(|o| o.pages != b.pages) {
+                stale.push(format!("{path}: {name}: pages {:?} -> {:?}", o.pages, b.pages));
+            }
+            if let Some(o) = committed.mainnet.get(name).filter(|o| o.scope_pages != b.scope_pages) {
+                stale.push(format!("{path}: {name}: scope pages {:?} -> {:?}", o.scope_pages, b.scope_pages));
+            }
+        }
+    }
+    let results_path = suite.results_path.display();
+    if !stale.is_empty() {
+        eprintln!(
+            "{results_path} is stale (regenerate with scripts/bench.sh --persist and commit it with the change):"
+        );
+        for line in stale {
+            eprintln!("  {line}");
+        }
+        return ExitCode::FAILURE;
+    }
+    eprintln!("{results_path} is up to date (every benchmark within {}%)", noise);
+    ExitCode::SUCCESS
 }
 
 /// Differences between a run and the committed results that mean the file is stale.
