@@ -18,11 +18,10 @@
 #![cfg(target_arch = "wasm32")]
 
 use candid::{CandidType, Deserialize, Principal};
-use futures::future::join_all;
 use ic_rusqlite::{close_connection, with_connection, Connection, OptionalExtension};
 use serde_bytes::ByteBuf;
 use stablebench_sharded::orders::{order_key, user_key, Order, OrdersShard};
-use stablebench_sharded::router::{self, ask, controller_only, MoveLog};
+use stablebench_sharded::router::{self, ask, controller_only, fan_out, scatter, MoveLog};
 use stablebench_sharded::{
     by_amount, check_new_shards, check_page, finish, hold, may_read, merge_sorted, routes, shard_of, Error, Move,
     OrderRow, Role, Stage, UserOrder,
@@ -168,16 +167,8 @@ async fn add_users(users: Vec<(u64, String)>) -> Result<u64, Error> {
         return Err(Error::InvalidArgument { message: format!("user {id}'s email: at most {MAX_EMAIL_BYTES} bytes") });
     }
     let shards = shards()?;
-    let mut parts: Vec<Vec<(u64, String)>> = vec![Vec::new(); shards.len()];
-    for u in users {
-        parts[shard_of(&user_key(u.0), shards.len() as u32) as usize].push(u);
-    }
-    let calls = shards
-        .iter()
-        .zip(parts)
-        .filter(|(_, p)| !p.is_empty())
-        .map(|(&s, p)| async move { ask::<_, u64>(s, "shard_add_users", &(p,)).await });
-    join_all(calls).await.into_iter().sum()
+    let n = shards.len() as u32;
+    scatter(&shards, "shard_add_users", users, |u| shard_of(&user_key(u.0), n)).await
 }
 
 /// Adds orders on their users' shards: one call per shard, all in flight together. Returns how
@@ -188,16 +179,8 @@ async fn add_orders(orders: Vec<OrderRow>) -> Result<u64, Error> {
     controller_only()?;
     check_batch(orders.iter().map(|o| o.id))?;
     let shards = shards()?;
-    let mut parts: Vec<Vec<OrderRow>> = vec![Vec::new(); shards.len()];
-    for o in orders {
-        parts[shard_of(&user_key(o.user), shards.len() as u32) as usize].push(o);
-    }
-    let calls = shards
-        .iter()
-        .zip(parts)
-        .filter(|(_, p)| !p.is_empty())
-        .map(|(&s, p)| async move { ask::<_, u64>(s, "shard_add_orders", &(p,)).await });
-    join_all(calls).await.into_iter().sum()
+    let n = shards.len() as u32;
+    scatter(&shards, "shard_add_orders", orders, |o| shard_of(&user_key(o.user), n)).await
 }
 
 /// A user's orders, from its shard (one call; an update, because a query cannot call another
@@ -211,8 +194,7 @@ async fn orders_of(user: u64) -> Result<Vec<OrderRow>, Error> {
 /// How many orders all shards hold (one call to each, together).
 #[ic_cdk::update]
 async fn count_orders() -> Result<u64, Error> {
-    let shards = shards()?;
-    join_all(shards.iter().map(|&s| ask::<_, u64>(s, "shard_count", &()))).await.into_iter().sum()
+    Ok(fan_out::<_, u64>(&shards()?, "shard_count", &()).await?.into_iter().sum())
 }
 
 /// The `k` largest orders of all shards (largest amount first, then smallest id), each with its
@@ -221,13 +203,8 @@ async fn count_orders() -> Result<u64, Error> {
 #[ic_cdk::update]
 async fn top_orders(k: u32) -> Result<Vec<UserOrder>, Error> {
     check_page(k)?;
-    let shards = shards()?;
-    let parts: Result<Vec<Vec<UserOrder>>, Error> =
-        join_all(shards.iter().map(|&s| async move { ask(s, "shard_top_orders", &(k,)).await }))
-            .await
-            .into_iter()
-            .collect();
-    Ok(merge_sorted(parts?, k as usize, |a, b| by_amount(&a.order, &b.order)))
+    let parts = fan_out::<_, Vec<UserOrder>>(&shards()?, "shard_top_orders", &(k,)).await?;
+    Ok(merge_sorted(parts, k as usize, |a, b| by_amount(&a.order, &b.order)))
 }
 
 /// Up to `limit` orders of all shards by id, after `after` (from the first without it): every
@@ -236,13 +213,8 @@ async fn top_orders(k: u32) -> Result<Vec<UserOrder>, Error> {
 #[ic_cdk::update]
 async fn scan_orders(after: Option<u64>, limit: u32) -> Result<Vec<OrderRow>, Error> {
     check_page(limit)?;
-    let shards = shards()?;
-    let parts: Result<Vec<Vec<OrderRow>>, Error> =
-        join_all(shards.iter().map(|&s| async move { ask(s, "shard_scan_orders", &(after, limit)).await }))
-            .await
-            .into_iter()
-            .collect();
-    Ok(merge_sorted(parts?, limit as usize, |a, b| a.id.cmp(&b.id)))
+    let parts = fan_out::<_, Vec<OrderRow>>(&shards()?, "shard_scan_orders", &(after, limit)).await?;
+    Ok(merge_sorted(parts, limit as usize, |a, b| a.id.cmp(&b.id)))
 }
 
 /// The router's log of moves, in SQLite: a move's shards are its users', and the order it holds

@@ -4,13 +4,12 @@
 use std::cell::RefCell;
 
 use candid::{CandidType, Deserialize, Principal};
-use futures::future::join_all;
 use ic_stable_structures::memory_manager::{MemoryId, MemoryManager, VirtualMemory};
 use ic_stable_structures::storable::Bound;
 use ic_stable_structures::{DefaultMemoryImpl, StableBTreeMap, StableCell, Storable};
 use serde_bytes::ByteBuf;
 
-use crate::router::{self, ask, controller_only, MoveLog};
+use crate::router::{self, ask, controller_only, fan_out, scatter, MoveLog};
 use crate::{
     check_new_shards, check_page, finish, hold, may_read, merge_pages, page, place, routes, shard_of, writable, Entry,
     Error, Move, Page, Role, Stage, Store, MAX_KEY_BYTES, MAX_VALUE_BYTES,
@@ -193,35 +192,14 @@ async fn put_batch(entries: Vec<Entry>) -> Result<u64, Error> {
         check_entry(k, v)?;
     }
     let shards = shards()?;
-    let mut parts: Vec<Vec<Entry>> = vec![Vec::new(); shards.len()];
-    for entry in entries {
-        parts[shard_of(&entry.0, shards.len() as u32) as usize].push(entry);
-    }
-    let calls = shards
-        .iter()
-        .zip(parts)
-        .filter(|(_, part)| !part.is_empty())
-        .map(|(&shard, part)| async move { ask::<_, u64>(shard, "shard_put_batch", &(part,)).await });
-    let mut stored = 0;
-    for result in join_all(calls).await {
-        stored += result?;
-    }
-    Ok(stored)
-}
-
-/// Asks every shard the same, all calls in flight together; the answers in shard order.
-async fn fan_out<A: candid::utils::ArgumentEncoder, R: CandidType + for<'de> Deserialize<'de>>(
-    method: &str,
-    args: &A,
-) -> Result<Vec<R>, Error> {
-    let shards = shards()?;
-    join_all(shards.iter().map(|&shard| ask::<A, R>(shard, method, args))).await.into_iter().collect()
+    let n = shards.len() as u32;
+    scatter(&shards, "shard_put_batch", entries, |entry| shard_of(&entry.0, n)).await
 }
 
 /// How many keys all shards hold (one call to each).
 #[ic_cdk::update]
 async fn len() -> Result<u64, Error> {
-    Ok(fan_out::<_, u64>("shard_len", &()).await?.into_iter().sum())
+    Ok(fan_out::<_, u64>(&shards()?, "shard_len", &()).await?.into_iter().sum())
 }
 
 /// The `k` largest keys with their values, largest first (each shard's `k` largest, merged), as
@@ -229,7 +207,7 @@ async fn len() -> Result<u64, Error> {
 #[ic_cdk::update]
 async fn top(k: u32) -> Result<Page, Error> {
     check_page(k)?;
-    let parts = fan_out::<_, Page>("shard_top", &(k,)).await?;
+    let parts = fan_out::<_, Page>(&shards()?, "shard_top", &(k,)).await?;
     Ok(merge_pages(parts, k as usize, true))
 }
 
@@ -239,7 +217,7 @@ async fn top(k: u32) -> Result<Page, Error> {
 #[ic_cdk::update]
 async fn scan(after: Option<ByteBuf>, limit: u32) -> Result<Page, Error> {
     check_page(limit)?;
-    let parts = fan_out::<_, Page>("shard_scan", &(after, limit)).await?;
+    let parts = fan_out::<_, Page>(&shards()?, "shard_scan", &(after, limit)).await?;
     Ok(merge_pages(parts, limit as usize, false))
 }
 

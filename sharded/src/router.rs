@@ -1,6 +1,6 @@
 //! What a router canister of this crate does with its shards, shared by the key-value router
 //! (`canister`) and the users/orders router (crate `stablebench-sharded-orders`): a call to a
-//! shard answering `Result<_, Error>`, and the driver of a move between two shards (the protocol:
+//! shard answering `Result<_, Error>`, the same call to every shard, a batch split by shard, and the driver of a move between two shards (the protocol:
 //! "Moving an entry between shards" in the crate's root), over the router's own log.
 
 use std::cell::RefCell;
@@ -26,6 +26,37 @@ pub fn controller_only() -> Result<(), Error> {
 pub fn shard_writer(role: &Option<crate::Role>) -> Result<(), Error> {
     let caller = ic_cdk::api::msg_caller();
     crate::may_write(role, caller, ic_cdk::api::is_controller(&caller))
+}
+
+/// Asks every shard the same, all calls in flight together; the answers in shard order, or the
+/// first shard's failure.
+pub async fn fan_out<A: candid::utils::ArgumentEncoder, R: CandidType + for<'de> Deserialize<'de>>(
+    shards: &[Principal],
+    method: &str,
+    args: &A,
+) -> Result<Vec<R>, Error> {
+    futures::future::join_all(shards.iter().map(|&shard| ask::<A, R>(shard, method, args))).await.into_iter().collect()
+}
+
+/// Sends each shard its part of `items` (`shard` gives an item's index in `shards`) as
+/// `method(part)`, one call per shard that has a part, all in flight together; the sum of the
+/// counts they answer. If a shard fails, the error names it and the others may have done theirs.
+pub async fn scatter<T: CandidType + Clone>(
+    shards: &[Principal],
+    method: &str,
+    items: Vec<T>,
+    shard: impl Fn(&T) -> u32,
+) -> Result<u64, Error> {
+    let mut parts: Vec<Vec<T>> = vec![Vec::new(); shards.len()];
+    for item in items {
+        parts[shard(&item) as usize].push(item);
+    }
+    let calls = shards
+        .iter()
+        .zip(parts)
+        .filter(|(_, part)| !part.is_empty())
+        .map(|(&shard, part)| async move { ask::<_, u64>(shard, method, &(part,)).await });
+    futures::future::join_all(calls).await.into_iter().sum()
 }
 
 /// The reject code of a call to a canister that does not exist.
