@@ -47,14 +47,7 @@ WASI2IC=$(ensure_wasi2ic)
 IC_WASM=$(ensure_ic_wasm)
 mkdir -p "$OUT_DIR"
 
-# The same wasm wherever it is built: the paths compiled into it (panic locations of the
-# registry's crates and of the generated benchmarks) name this checkout and the cargo home, whose
-# lengths move the heap's start and with it every allocating benchmark's count (by up to 0.02%
-# between two folders). Both are remapped to fixed names, for the wasm targets only.
-cargo_home=${CARGO_HOME:-$HOME/.cargo}
-remap="--remap-path-prefix=$ROOT=/stablebench --remap-path-prefix=$cargo_home=/cargo"
-export CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="$remap"
-export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$remap"
+wasm_rustflags
 
 # build NAME [cargo feature args...]: compiles, converts with wasi2ic, writes $OUT_DIR/NAME.wasm.
 build() {

@@ -45,6 +45,19 @@ toolchain_channel() {
   sed -n 's/^channel *= *"\(.*\)"/\1/p' "$ROOT/rust-toolchain.toml"
 }
 
+# The same wasm wherever it is built: the paths compiled into it (panic locations of the
+# registry's crates and of the generated benchmarks) name this checkout and the cargo home, whose
+# lengths move the heap's start and with it every allocating benchmark's count (by up to 0.02%
+# between two folders). Both are remapped to fixed names, for the wasm targets only. Exported by
+# scripts/build.sh, and by scripts/test.sh for its wasm clippy runs (whose build scripts the wasm
+# builds then reuse).
+wasm_rustflags() {
+  local cargo_home=${CARGO_HOME:-$HOME/.cargo}
+  local remap="--remap-path-prefix=$ROOT=/stablebench --remap-path-prefix=$cargo_home=/cargo"
+  export CARGO_TARGET_WASM32_WASIP1_RUSTFLAGS="$remap"
+  export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="$remap"
+}
+
 # Installs the pinned toolchain and both wasm targets if missing. RUSTUP_AUTO_INSTALL=0
 # machines do not fetch what rust-toolchain.toml names by themselves.
 ensure_rust() {
