@@ -115,10 +115,13 @@ ensure_cargo_tool() {
 # `default-features = false` on ic-wasm and the crate's own Cargo.lock (cargo drops the entries
 # nothing uses any more; every other version stays as locked): about 100 s on 2 cores at opt-level 3, and it
 # converts both wasm files of scripts/build.sh to byte-identical output (`cmp` against the
-# `cargo install` build, 2026-11-27). It is built at opt-level 0: 36 s instead of 91 s on 2 cores
-# with the crates downloaded, while each conversion takes 1.7-2.0 s instead of 0.4-0.5 s, and the
-# output is byte-identical (`cmp` on the three wasm32-wasip1 canisters of scripts/build.sh all,
-# 2026-11-28). Falls back to `cargo install` if the download or build fails.
+# `cargo install` build, 2026-11-27). Only the code a conversion spends its time in (walrus,
+# wasmparser, wasi2ic itself) is optimised, the rest built at opt-level 0: 61 s instead of 91 s on
+# 2 cores with the crates downloaded, and conversions as fast (8 import listings 1.85 s, as with
+# opt-level 3; all at opt-level 0 would build in 36 s but make each conversion 3 s instead of
+# 0.8 s, about 24 s more per CI run and 9 s more per `scripts/build.sh all`), the output
+# byte-identical (every wasm of scripts/build.sh all, 2026-11-28). Falls back to `cargo install`
+# if the download or build fails.
 ensure_wasi2ic() {
   local root=$TOOLS_DIR/wasi2ic-$WASI2IC_VERSION
   local bin=$root/bin/wasi2ic
@@ -129,13 +132,16 @@ ensure_wasi2ic() {
   local src url
   src=$(mktemp -d)
   url=https://static.crates.io/crates/wasi2ic/wasi2ic-$WASI2IC_VERSION.crate
-  log "building wasi2ic $WASI2IC_VERSION (without binaryen, opt-level 0) into $root (once; under a minute on 2 cores)"
+  log "building wasi2ic $WASI2IC_VERSION (without binaryen) into $root (once; about a minute on 2 cores)"
   if command -v curl >/dev/null && curl -sSfL --retry 3 -o "$src/wasi2ic.crate" "$url" \
     && echo "$WASI2IC_CRATE_SHA256  $src/wasi2ic.crate" | sha256sum --check --status \
     && tar -xzf "$src/wasi2ic.crate" -C "$src" \
     && sed -i 's/^\[dependencies\.ic-wasm\]$/&\ndefault-features = false/' "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" \
     && grep -A1 '^\[dependencies\.ic-wasm\]$' "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" | grep -qx 'default-features = false' \
-    && CARGO_PROFILE_RELEASE_OPT_LEVEL=0 CARGO_TARGET_DIR=$src/target cargo build --release --bin wasi2ic \
+    && printf '%s\n' '' '[profile.release]' 'opt-level = 0' '[profile.release.package.walrus]' 'opt-level = 3' \
+      '[profile.release.package.wasmparser]' 'opt-level = 3' '[profile.release.package.wasi2ic]' 'opt-level = 3' \
+      >> "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" \
+    && CARGO_TARGET_DIR=$src/target cargo build --release --bin wasi2ic \
       --manifest-path "$src/wasi2ic-$WASI2IC_VERSION/Cargo.toml" >&2 \
     && mkdir -p "$root/bin" && cp "$src/target/release/wasi2ic" "$bin"; then
     rm -rf "$src"

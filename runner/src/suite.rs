@@ -494,6 +494,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let mode = Mode::of(args)?;
     let Some(suite) = Suite::read(args)? else { return Ok(ExitCode::FAILURE) };
     let Some(committed) = Committed::read(&suite.results_path)? else { return Ok(ExitCode::FAILURE) };
+    let setup = suite.setup()?;
     let started = Instant::now();
     let tracking = crate::instrument::Tracking {
         heap: !mode.shared,
@@ -503,7 +504,7 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     let load = started.elapsed();
     let profile_out = profile_output(args, &code, &suite.cfg.wasm_path)?;
     let jobs = args.jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-    let runs = match measure(args, mode, code, &suite.setup, jobs, profile_out.as_ref(), &committed) {
+    let runs = match measure(args, mode, code, &setup, jobs, profile_out.as_ref(), &committed) {
         Ok(r) => r,
         Err(e) if e.downcast_ref::<BenchError>().is_some() => {
             eprintln!("{e}");
@@ -524,12 +525,12 @@ pub fn run(args: &BenchArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// canbench.yml read, its build command run, and what it names loaded.
+/// canbench.yml read and its build command run.
 struct Suite {
+    cfg_name: String,
     cfg: Config,
     results_path: PathBuf,
     csv_path: PathBuf,
-    setup: BenchSetup,
 }
 
 impl Suite {
@@ -549,8 +550,15 @@ impl Suite {
         }
         let results_path = cfg.results_path.clone().unwrap_or_else(|| "canbench_results.yml".into());
         let csv_path = cfg.csv_results_path.clone().unwrap_or_else(|| "canbench_results.csv".into());
+        Ok(Some(Suite { cfg_name, cfg, results_path, csv_path }))
+    }
+
+    /// What canbench.yml gives every benchmark: its init argument, stable memory and environment
+    /// variables, read from their files.
+    fn setup(&self) -> Result<BenchSetup> {
+        let cfg = &self.cfg;
         let init_args = match &cfg.init_args {
-            Some(a) => hex_decode(&a.hex).with_context(|| format!("{cfg_name}: init_args.hex"))?,
+            Some(a) => hex_decode(&a.hex).with_context(|| format!("{}: init_args.hex", self.cfg_name))?,
             None => Vec::new(),
         };
         let stable = cfg
@@ -559,8 +567,7 @@ impl Suite {
             .map(|s| std::fs::read(&s.file).with_context(|| format!("reading {}", s.file.display())))
             .transpose()?;
         let env_vars = cfg.env_vars.as_ref().map(|e| read_env_vars(&e.file)).transpose()?.unwrap_or_default();
-        let setup = BenchSetup { init_args, stable_memory: stable, env_vars };
-        Ok(Some(Suite { cfg, results_path, csv_path, setup }))
+        Ok(BenchSetup { init_args, stable_memory: stable, env_vars })
     }
 }
 
@@ -632,6 +639,9 @@ impl Mode {
         if args.no_metering && choice != ModelChoice::Canbench {
             bail!("--no-metering counts nothing: run it with --cost-model canbench");
         }
+        if args.profile && args.profile_pages && args.no_page_counts {
+            bail!("--profile-pages attributes the pages the code marks: not with --no-page-counts");
+        }
         Ok(Mode { metering, shared, choice })
     }
 
@@ -652,9 +662,6 @@ fn profile_output(args: &BenchArgs, code: &Code, wasm_path: &std::path::Path) ->
             "{} has no name section: functions are shown as func[N] (scripts/build.sh bench keeps the names)",
             wasm_path.display()
         );
-    }
-    if args.profile_pages && args.no_page_counts {
-        bail!("--profile-pages attributes the pages the code marks: not with --no-page-counts");
     }
     Ok(Some(profile::Output { dir: args.profile_dir.clone(), names, pages: args.profile_pages }))
 }

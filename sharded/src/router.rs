@@ -40,7 +40,7 @@ pub async fn fan_out<A: candid::utils::ArgumentEncoder, R: CandidType + for<'de>
 
 /// Sends each shard its part of `items` (`shard` gives an item's index in `shards`) as
 /// `method(part)`, one call per shard that has a part, all in flight together; the sum of the
-/// counts they answer. If a shard fails, the error names it and the others may have done theirs.
+/// counts they answer, or a failure (`ShardFailed` or the shard's refusal; others may be done).
 pub async fn scatter<T: CandidType + Clone>(
     shards: &[Principal],
     method: &str,
