@@ -410,19 +410,20 @@ fn users_orders_limits(inp: &Inputs<'_>) -> Vec<Limit> {
 /// Each key-value backend's `kv_len` against the query limit, then its upgrade against the
 /// install limit.
 fn kv_limits(per_call: &PerCall) -> Vec<Limit> {
-    let len = KV_BACKENDS.iter().filter_map(|&(backend, name)| {
-        let points = kv_points(per_call, backend, |c| c.len)?;
-        let (text, size) = crossing_text(crossing(&points, QUERY_INSTRUCTION_LIMIT as f64), "keys");
-        let limit = limit_text(QUERY_INSTRUCTION_LIMIT, "query");
-        Some(Limit { limit, workload: "key-value", what: format!("`kv_len` on {name}"), text, size, unit: "keys" })
+    type Check = (fn(&PerCallBackend) -> Option<u64>, u64, &'static str, fn(&str) -> String);
+    let checks: [Check; 2] = [
+        (|c| c.len, QUERY_INSTRUCTION_LIMIT, "query", |name| format!("`kv_len` on {name}")),
+        (|c| Some(c.upgrade), INSTALL_INSTRUCTION_LIMIT, "upgrade", |name| format!("upgrading {name}")),
+    ];
+    let rows = checks.into_iter().flat_map(|(pick, limit, kind, what)| {
+        KV_BACKENDS.iter().filter_map(move |&(backend, name)| {
+            let points = kv_points(per_call, backend, pick)?;
+            let (text, size) = crossing_text(crossing(&points, limit as f64), "keys");
+            let limit = limit_text(limit, kind);
+            Some(Limit { limit, workload: "key-value", what: what(name), text, size, unit: "keys" })
+        })
     });
-    let upgrade = KV_BACKENDS.iter().filter_map(|&(backend, name)| {
-        let points = kv_points(per_call, backend, |c| Some(c.upgrade))?;
-        let (text, size) = crossing_text(crossing(&points, INSTALL_INSTRUCTION_LIMIT as f64), "keys");
-        let limit = limit_text(INSTALL_INSTRUCTION_LIMIT, "upgrade");
-        Some(Limit { limit, workload: "key-value", what: format!("upgrading {name}"), text, size, unit: "keys" })
-    });
-    len.chain(upgrade).collect()
+    rows.collect()
 }
 
 /// Where the default profile's SQLite file outgrows the largest page cache, and its stable

@@ -1121,7 +1121,8 @@ impl<'a> Rewrite<'a> {
         let pages = self.plan.pages_map.map(|map| Paged { map, touch_func: ooi_func + 2 + u32::from(dirty.is_some()) });
         let ix = Injected { counter: globals, ooi_func, bulk_func: ooi_func + 1, dirty, pages };
         let entry = self.code_entry as usize;
-        let hooks = if self.profiled() {
+        let profiled = self.profiled();
+        let hooks = if profiled {
             let ty = *self.func_types.get(entry).context("more bodies than functions")?;
             Some(Hooks {
                 enter: self.re.imported_funcs,
@@ -1144,7 +1145,7 @@ impl<'a> Rewrite<'a> {
         self.code_entry += 1;
         self.code_entries_left -= 1;
         if self.code_entries_left == 0 {
-            let bulk_hooks = (self.metering == Metering::Profiled).then_some(Hooks {
+            let bulk_hooks = profiled.then_some(Hooks {
                 enter: self.re.imported_funcs,
                 exit: self.re.imported_funcs + 1,
                 func: BULK_FRAME,
