@@ -13,7 +13,7 @@
 # sysrepo, Chia, ic-sqlite-vfs), then measures one call per key-value backend on the production wasm
 # files of both canisters
 # (runner/tests/per_call.rs: per_call_results.yml and docs/per-call.md's per-call table, which quotes the
-# benchmarks' numbers next to it).
+# benchmarks' numbers next to it), and messages of n operations (runner/tests/message_shapes.rs).
 # It also regenerates docs/breakdown.md's tables from the step profiles in docs/profiles/, which
 # must match canbench_results.yml exactly: when the users/orders results of the recommended
 # profile moved, run scripts/site-flamegraphs.sh first (the breakdown test says so otherwise).
@@ -37,6 +37,10 @@ STABLEBENCH_REGENERATE_CHIA_PAGES=1 cargo test --locked --release -p stablebench
 "$ROOT/scripts/build.sh" production
 "$ROOT/scripts/build.sh" vfs
 STABLEBENCH_REGENERATE_PER_CALL=1 cargo test --locked --release -p stablebench-runner --test per_call >&2
+# Messages of 0 to 1,000 key-value operations (message_shapes_results.yml, docs/message-shapes.md, the
+# README's message block); its 2,000,000-key size only with STABLEBENCH_SHAPES_10X=1 (kept otherwise,
+# and refused once the production wasm differs from the one it was measured on).
+STABLEBENCH_REGENERATE_SHAPES=1 cargo test --locked --release -p stablebench-runner --test message_shapes >&2
 # docs/breakdown.md's tables, from the profiles scripts/site-flamegraphs.sh committed in docs/profiles/.
 STABLEBENCH_REGENERATE_BREAKDOWN=1 cargo test --locked --release -p stablebench-runner --test breakdown >&2
 # Last: the site's index (docs/site/) quotes docs/per-call.md's table just rewritten.

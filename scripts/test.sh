@@ -24,9 +24,12 @@ wasm_rustflags
 cargo clippy --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-vfs --features canbench -- -D warnings \
   || die "clippy found warnings in the ic-sqlite-vfs canister (wasm32-unknown-unknown)"
 # The example canisters and the sharded sets' canisters compile for wasm32 only (natively they
-# are empty): lint them there, one cargo run per target.
-cargo clippy --locked --profile canister --target "$WASM_TARGET" -p stablebench-example-sqlite -p stablebench-sharded-orders -- -D warnings \
-  || die "clippy found warnings in examples/sqlite or sharded-orders/ ($WASM_TARGET)"
+# are empty): lint them there, one cargo run per target. The production canister with them: the
+# workspace run above lints it with feature `canbench`, which leaves out its production-only
+# endpoints (`canister/src/kv_many.rs`).
+cargo clippy --locked --profile canister --target "$WASM_TARGET" -p stablebench-example-sqlite -p stablebench-sharded-orders \
+  -p stablebench-canister -- -D warnings \
+  || die "clippy found warnings in examples/sqlite, sharded-orders/ or the production canister ($WASM_TARGET)"
 cargo clippy --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-example-maps -p stablebench-sharded -- -D warnings \
   || die "clippy found warnings in examples/maps or sharded/ ($VFS_WASM_TARGET)"
 

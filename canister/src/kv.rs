@@ -30,10 +30,10 @@ use crate::{cost_now, db, require_controller, update_budget, Batch, Cost, Error}
 /// Entries per transaction (and between two budget checks) in `kv_load`.
 const LOAD_CHUNK: u64 = 500;
 
-/// The heap map stops taking writes when the heap passes half the default `wasm_memory_limit`:
-/// `post_upgrade` reads the snapshot into a buffer and builds the map from it, so it needs
-/// about twice the map's size; past this the canister could not be upgraded any more.
-const HEAP_MAP_CEILING_BYTES: u64 = stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES / 2;
+/// The heap map stops taking writes when the heap passes half the default `wasm_memory_limit`
+/// (declared once in the grid, where the reports read it too: `post_upgrade` needs about twice
+/// the map's size; past this the canister could not be upgraded any more).
+const HEAP_MAP_CEILING_BYTES: u64 = stablebench_grid::ic::HEAP_MAP_CEILING_BYTES;
 
 /// A key-value backend, as Candid names it.
 #[derive(CandidType, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub fn open() {
     }
 }
 
-fn key(bytes: &[u8]) -> Result<Key, Error> {
+pub(crate) fn key(bytes: &[u8]) -> Result<Key, Error> {
     bytes.try_into().map_err(|_| Error::InvalidArgument { message: format!("a key is 32 bytes, not {}", bytes.len()) })
 }
 

@@ -94,7 +94,7 @@ impl From<stablebench::Error> for Error {
     }
 }
 
-pub use stablebench_grid::api::{ActivePragma, Cost, Stats};
+pub use stablebench_grid::api::{ActivePragma, Commit, Cost, Stats, MAX_KEYS_PER_CALL};
 
 /// The instructions this message has executed so far, as a [`Cost`] reply.
 pub fn cost_now() -> Cost {
@@ -498,9 +498,8 @@ fn pragma_profile() -> ProfileInfo {
     })
 }
 
+/// Memory sizes in bytes (0 natively).
 mod memory {
-    //! Memory sizes in bytes (0 natively).
-
     /// Bytes of stable memory.
     pub fn stable_bytes() -> u64 {
         #[cfg(target_arch = "wasm32")]
@@ -512,7 +511,6 @@ mod memory {
             0
         }
     }
-
     /// Bytes of wasm heap.
     pub fn heap_bytes() -> u64 {
         #[cfg(target_arch = "wasm32")]
@@ -525,6 +523,8 @@ mod memory {
         }
     }
 }
+#[cfg(not(feature = "canbench"))] // Before `export_candid!`, which lists the methods defined before it.
+mod kv_many;
 
 #[allow(missing_docs)]
 mod candid_export {

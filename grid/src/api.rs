@@ -147,3 +147,19 @@ pub mod vfs {
         },
     }
 }
+
+/// How `kv_put_many` commits its entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "candid", derive(candid::CandidType, serde::Deserialize))]
+pub enum Commit {
+    /// One transaction for the whole batch (SQLite: `BEGIN`, one upsert per entry, `COMMIT`).
+    #[cfg_attr(feature = "candid", serde(rename = "one"))]
+    One,
+    /// Each entry its own transaction (SQLite: one autocommitted upsert per entry). The maps have
+    /// no transactions (a message's writes are kept or discarded as a whole): for them it is `One`.
+    #[cfg_attr(feature = "candid", serde(rename = "each"))]
+    Each,
+}
+
+/// The most keys one `kv_get_many` call reads, and entries one `kv_put_many` call writes.
+pub const MAX_KEYS_PER_CALL: usize = 10_000;

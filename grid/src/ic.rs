@@ -353,3 +353,9 @@ pub mod memory_ids {
             && ORDERS_DELETED < CHIA_BLOCKS
     );
 }
+
+/// The production canister's heap map stops taking writes when the heap passes half the default
+/// `wasm_memory_limit`: `post_upgrade` reads the snapshot into a buffer and builds the map from it,
+/// so it needs about twice the map's size; past this the canister could not be upgraded any more.
+/// (Declared last in this file: the canisters' panic locations stay where they were.)
+pub const HEAP_MAP_CEILING_BYTES: u64 = DEFAULT_WASM_MEMORY_LIMIT_BYTES / 2;

@@ -254,6 +254,43 @@ pub fn heap_limit_keys(results: &Results, backend: Backend) -> Option<f64> {
     (per_key > 0.0).then(|| ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES as f64 / per_key)
 }
 
+/// Where the production canister stops `backend`'s heap from growing, and at about how many keys
+/// (its largest setup's heap growth per key, extrapolated linearly): the heap map's refusal of
+/// writes past [`ic::HEAP_MAP_CEILING_BYTES`], SQLite's page-cache bound (a quarter of the default
+/// `wasm_memory_limit`, `stablebench_pragmas::cache_bound_kib`; past it the database stays in
+/// stable memory and the heap stops growing). `None` for `stable_btreemap` and what was not measured.
+pub fn production_heap_bound(results: &Results, backend: Backend) -> Option<(f64, HeapBound)> {
+    let bound = match backend {
+        Backend::HeapBTreeMap => HeapBound::MapRefusesWrites,
+        b if b.is_sqlite() => HeapBound::PageCacheCap,
+        _ => return None,
+    };
+    let size = TRIE_SIZES.into_iter().rev().find(|s| setup(results, backend, *s).is_some())?;
+    let per_key = heap_bytes_per_key(results, backend, size)?;
+    (per_key > 0.0).then(|| (bound.bytes() as f64 / per_key, bound))
+}
+
+/// The bound [`production_heap_bound`] names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapBound {
+    /// `kv_load` and `kv_put` refuse heap-map writes past [`ic::HEAP_MAP_CEILING_BYTES`].
+    MapRefusesWrites,
+    /// The production canister caps SQLite's page cache at a quarter of `wasm_memory_limit`.
+    PageCacheCap,
+}
+
+impl HeapBound {
+    /// The heap bytes at which it binds, at the default `wasm_memory_limit`.
+    pub fn bytes(self) -> u64 {
+        match self {
+            HeapBound::MapRefusesWrites => ic::HEAP_MAP_CEILING_BYTES,
+            HeapBound::PageCacheCap => {
+                stablebench_pragmas::cache_bound_kib(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES) * 1024
+            }
+        }
+    }
+}
+
 /// The generated key-value documents.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KvReport {
@@ -466,6 +503,33 @@ mod tests {
     }
 
     #[test]
+    fn the_production_canisters_own_bounds_end_the_heap_extrapolations() {
+        let results = synthetic(|_| false);
+        assert_eq!(production_heap_bound(&results, Backend::StableBTreeMap), None);
+        let per_key = |b| heap_bytes_per_key(&results, b, DB_WEIGHT_SIZE).unwrap();
+        let (keys, bound) = production_heap_bound(&results, Backend::HeapBTreeMap).unwrap();
+        assert_eq!(
+            (keys, bound),
+            (ic::HEAP_MAP_CEILING_BYTES as f64 / per_key(Backend::HeapBTreeMap), HeapBound::MapRefusesWrites)
+        );
+        // Half the limit: the refusal comes at half the keys the limit alone would allow.
+        assert_eq!(keys * 2.0, heap_limit_keys(&results, Backend::HeapBTreeMap).unwrap());
+        for b in [Backend::Sqlite, Backend::SqliteRowid] {
+            let (keys, bound) = production_heap_bound(&results, b).unwrap();
+            assert_eq!(bound, HeapBound::PageCacheCap);
+            assert_eq!(bound.bytes(), ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES / 4, "a quarter of the limit");
+            assert_eq!(keys * 4.0, heap_limit_keys(&results, b).unwrap());
+        }
+        let patterns = generate(&results, &hits, "test", "2026-01-01").patterns;
+        let heap = patterns.lines().find(|l| l.starts_with("- **Heap**")).unwrap();
+        assert!(
+            heap.contains("takes no more writes at about") && heap.contains("reaches the canister's cap"),
+            "{heap}"
+        );
+        assert!(!heap.contains("would be reached by"), "no extrapolation past the bounds: {heap}");
+    }
+
+    #[test]
     fn a_nodestore_phase_is_divided_by_the_operations_it_performed() {
         let results = synthetic(|_| false);
         let n = 10_000;
@@ -508,12 +572,18 @@ mod tests {
         // heap map (factor 1) against stable_btreemap (factor 2): 2x; sqlite_rowid (8): 8x.
         assert!(text.contains("`heap_btreemap` is the cheapest at 6,000 instructions per read, 2.00x faster than `stable_btreemap` (12,000) and 8.00x faster than `sqlite_rowid` (48,000)"), "{text}");
         assert!(text.contains("**Writes, one put and its commit, cold cache** at 200,000 keys: `heap_btreemap` is the cheapest at 60,000 instructions per write"), "{text}");
-        assert!(text.contains("`heap_btreemap` (the map) at about 4,920,000 keys"), "{text}");
+        // The heap map's extrapolation ends at the canister's refusal, half the 3 GiB limit.
+        assert!(text.contains("`heap_btreemap` takes no more writes at about 2,460,000 keys"), "{text}");
         assert!(text.contains("`sqlite` 3.00x slower"), "{text}");
         assert!(text.contains("`stable_btreemap` 1.00x"), "{text}");
         // Upgrade at the largest size, 1,000,000 keys: 3 B of 300 B.
         assert!(text.contains("at 1,000,000 keys the heap map pays 3.00 B instructions per upgrade"), "{text}");
-        assert!(text.contains("about 100,000,000 keys"), "{text}");
+        // The upgrade's extrapolation (100,000,000 keys) lies past that refusal: it ends there.
+        assert!(
+            text.contains("at most about 2,460,000 keys (it refuses writes past that), upgrades in about 7.37 B"),
+            "{text}"
+        );
+        assert!(!text.contains("about 100,000,000 keys"), "{text}");
         assert!(
             text.contains(
                 // 1.2 B over the 99,968 objects of the full batches

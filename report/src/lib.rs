@@ -17,6 +17,7 @@ pub mod kv;
 pub mod mainnet;
 pub mod results;
 pub mod scaling;
+pub mod shapes;
 pub mod sharding;
 pub mod site;
 pub mod sysrepo;
@@ -325,6 +326,16 @@ pub fn human(v: u64) -> String {
 /// A measured mean rounded to a whole number, grouped: `53,633`.
 pub fn int(v: f64) -> String {
     grouped(v.round().max(0.0) as u64)
+}
+
+/// `v` to three significant digits, grouped: `12,300,000` (for extrapolations and counts derived
+/// from measured figures, whose later digits mean nothing); "–" for no positive number.
+pub fn approx(v: f64) -> String {
+    if !v.is_finite() || v <= 0.0 {
+        return "–".to_string();
+    }
+    let magnitude = 10f64.powi(v.log10().floor() as i32 - 2);
+    int((v / magnitude).round() * magnitude)
 }
 
 pub use stablebench_grid::grouped;

@@ -43,12 +43,15 @@ pub struct Answer {
     pub mainnet: String,
 }
 
+/// The answer to a question no figure answers.
+const NOT_MEASURED: &str = "not measured";
+
 /// The name of the cheapest of `options` (with its figure), if any was measured.
 fn cheapest(options: impl Iterator<Item = (Backend, Option<f64>)>) -> String {
     options
         .filter_map(|(b, v)| v.map(|v| (b, v)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .map_or("not measured".into(), |(b, v)| format!("{} ({})", b.name(), grouped(v.round() as u64)))
+        .map_or(NOT_MEASURED.into(), |(b, v)| format!("{} ({})", b.name(), grouped(v.round() as u64)))
 }
 
 /// The answers the reports give, computed from `results`, in [`answers`] order.
@@ -63,8 +66,15 @@ fn answers_of(results: &Results) -> Vec<(Topic, String, String)> {
         best,
     ));
     for op in TRIE_OPS {
+        // The message each figure is for: a w_avg divides one message shape by its operations.
+        let shape = match op {
+            Op::TrieRead(_) => {
+                format!("a message of {} random reads, priced as an update", stablebench_grid::TRIE_QUERY_KEYS)
+            }
+            _ => "an update of one put and its commit".to_string(),
+        };
         let q = format!(
-            "Cheapest backend per {} at {} keys (w_avg, instructions)",
+            "Cheapest backend per {} at {} keys, in {shape} (w_avg, instructions)",
             kv::op_title(op).to_lowercase(),
             grouped(DB_WEIGHT_SIZE)
         );
@@ -89,12 +99,15 @@ impl Answer {
     }
 }
 
-/// Each answer under both models.
+/// Each answer under both models that was measured under either: a question neither model's
+/// results answer (a test not run at the size it asks about) is no answer, and counting it would
+/// count a "same" nobody measured.
 pub fn answers(canbench: &Results, ic: &Results) -> Vec<Answer> {
     answers_of(canbench)
         .into_iter()
         .zip(answers_of(ic))
         .map(|((topic, question, canbench), (_, _, mainnet))| Answer { topic, question, canbench, mainnet })
+        .filter(|a| a.canbench != NOT_MEASURED || a.mainnet != NOT_MEASURED)
         .collect()
 }
 
@@ -546,5 +559,24 @@ mod tests {
             [(Backend::Sqlite, Some(3.0)), (Backend::StableBTreeMap, None), (Backend::HeapBTreeMap, Some(2.4))];
         assert_eq!(cheapest(options.into_iter()), format!("{} (2)", Backend::HeapBTreeMap.name()));
         assert_eq!(cheapest(std::iter::empty()), "not measured");
+    }
+
+    #[test]
+    fn a_question_neither_model_measured_is_not_an_answer() {
+        use crate::results::{Measurement, Record};
+        use stablebench_grid::cells::{cells_of, Canister};
+        // One trie read cell only: every other question (the profiles, the writes, sysrepo) is
+        // answered by neither model, and only the measured ones are answers (counted, tabled).
+        let grid = cells_of(Canister::Main);
+        let trie = grid.iter().find(|c| matches!(c.op, Op::TrieRead(_)) && c.size == DB_WEIGHT_SIZE).unwrap();
+        let record =
+            Record { total: Measurement { calls: 1, instructions: 7, ..Measurement::default() }, ..Default::default() };
+        let results = Results::new([(trie.name(), record)].into_iter().collect()).unwrap();
+        let all = answers_of(&results);
+        let kept = answers(&results, &results);
+        assert!(kept.len() < all.len(), "unmeasured questions are dropped");
+        assert!(kept.iter().all(|a| a.canbench != NOT_MEASURED || a.mainnet != NOT_MEASURED));
+        let measured = all.iter().filter(|(_, _, a)| a != NOT_MEASURED).count();
+        assert_eq!(kept.len(), measured, "every measured question stays");
     }
 }

@@ -549,6 +549,18 @@ impl Canister {
         self.message(Kind::Query, &format!("canister_query {method}"), method, arg, caller)
     }
 
+    /// Runs query `method` priced as the same reads inside an update: the execution of
+    /// [`Canister::query`] (its changes undone, the query's limits), with the ic model's write fee
+    /// charged for every Wasm page it writes, as in an update (a plain query pays the access fee
+    /// only). What n reads cost in an update message that does nothing else; the canbench model
+    /// charges no page fees either way.
+    pub fn query_priced_as_update(&mut self, method: &str, arg: &[u8], caller: Principal) -> Outcome {
+        self.store.data_mut().queries_as_updates = true;
+        let out = self.query(method, arg, caller);
+        self.store.data_mut().queries_as_updates = false;
+        out
+    }
+
     /// Runs query `method` as the last thing this canister does: the same execution and outcome
     /// as [`Canister::query`], without saving or undoing anything (the canister is dropped, or
     /// its process ends, afterwards).

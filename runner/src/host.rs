@@ -426,6 +426,9 @@ pub struct Host {
     heap_pages: PageState,
     /// The measured step's bookkeeping (see [`Measure`]).
     pub measure: Measure,
+    /// Price queries' written pages as an update's are priced (the tracker's write fee), for
+    /// [`crate::canister::Canister::query_priced_as_update`].
+    pub queries_as_updates: bool,
     /// Where the ic model starts (see [`IcFrom`]).
     pub ic_from: IcFrom,
     /// With a profiled module: attribute each Wasm page to the function that touched it first
@@ -742,6 +745,7 @@ impl Host {
             pages: None,
             heap_pages: PageState::default(),
             measure: Measure::default(),
+            queries_as_updates: false,
             ic_from: IcFrom::Start,
             profile_pages: false,
         }
@@ -763,12 +767,15 @@ impl Host {
 
     /// The fees for a Wasm page's first access and first write in the current execution: none
     /// in the canbench model; in the ic model the tracker's, with no write fee in a plain query
-    /// (which tracks accessed pages only) unless the measured step is priced as an update.
+    /// (which tracks accessed pages only) unless the measured step, or every query
+    /// ([`Host::queries_as_updates`]), is priced as an update.
     pub fn page_fees(&self) -> (u64, u64) {
         use replica::memory_tracker::{ACCESS_FEE, WRITE_FEE};
         match self.model {
             CostModel::Canbench => (0, 0),
-            CostModel::Ic if self.msg.kind == Kind::Query && !self.measure.as_update => (ACCESS_FEE, 0),
+            CostModel::Ic if self.msg.kind == Kind::Query && !self.measure.as_update && !self.queries_as_updates => {
+                (ACCESS_FEE, 0)
+            }
             CostModel::Ic => (ACCESS_FEE, WRITE_FEE),
         }
     }

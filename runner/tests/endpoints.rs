@@ -93,6 +93,117 @@ struct Results {
     mainnet: BySize,
     #[serde(default)]
     wasm: BTreeMap<String, Wasms>,
+    /// Per model (`canbench`, `mainnet`), per size: the calls whose size is the caller's choice
+    /// ([`SHAPES`]), at each row count.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    shapes: BTreeMap<String, BTreeMap<String, CallShapes>>,
+}
+
+/// Per call of [`SHAPES`], per row count.
+type CallShapes = BTreeMap<String, stablebench_report::shapes::Counts>;
+
+/// The calls whose size the caller chooses, and the row counts measured: loads of n rows in one
+/// call, and pages of n rows from a uniformly random key (a page of one is a point read by id).
+const SHAPES: [(&str, &[u64]); 4] = [
+    ("add_users(next, n)", &[1, 10, 100, 1_000]),
+    ("add_orders(next, n)", &[1, 10, 100, 1_000]),
+    ("list_users(random, n)", &[1, 10, 100]),
+    ("list_orders(random, n)", &[1, 10, 100]),
+];
+
+/// Each call of [`SHAPES`] at each row count, `MESSAGES_PER_POINT` times (the pages from keys of
+/// their own, seeded), on `c` (a fork: nothing after this sees its rows).
+fn shapes(c: &mut Canister, mut users: u64, mut orders: u64) -> CallShapes {
+    use rand::{Rng, SeedableRng};
+    use stablebench_grid::shapes::{MESSAGES_PER_POINT, SHAPES_SEED};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SHAPES_SEED);
+    let anyone = Principal::anonymous();
+    let mut out = CallShapes::new();
+    for (call, counts) in SHAPES {
+        let mut per_n = stablebench_report::shapes::Counts::new();
+        for &n in counts {
+            // Message 0 is not measured: each point's messages follow one of their own kind.
+            let msgs: Vec<(u64, PageCounts)> = (0..=MESSAGES_PER_POINT)
+                .map(|_| {
+                    let m = match call {
+                        "add_users(next, n)" | "add_orders(next, n)" => {
+                            let users_call = call.starts_with("add_users");
+                            let (method, next) =
+                                if users_call { ("add_users", &mut users) } else { ("add_orders", &mut orders) };
+                            let (b, m): (Result<Batch, Error>, _) =
+                                update(c, method, &candid::encode_args((*next, n)).unwrap());
+                            assert_eq!(b.unwrap().inserted, n, "{call}: n rows in one call");
+                            *next += n;
+                            m
+                        }
+                        "list_users(random, n)" => {
+                            let after = rng.random_range(0..users - n);
+                            let (p, m): (Result<stablebench::query::Page<stablebench::query::User>, Error>, _) =
+                                query(c, "list_users", &candid::encode_args((after, n as u32)).unwrap(), anyone);
+                            let items = p.unwrap().items;
+                            assert_eq!((items.len() as u64, items[0].user_id), (n, after + 1), "{call}");
+                            m
+                        }
+                        _ => {
+                            let after = rng.random_range(0..orders - n - 10 * CALLS as u64);
+                            let (p, m): (Result<stablebench::query::Page<stablebench::query::Order>, Error>, _) =
+                                query(c, "list_orders", &candid::encode_args((after, n as u32)).unwrap(), anyone);
+                            assert_eq!(p.unwrap().items.len() as u64, n, "{call}");
+                            m
+                        }
+                    };
+                    (m.instructions, m.pages)
+                })
+                .collect();
+            let mut sorted = msgs[1..].to_vec();
+            sorted.sort_by_key(|&(i, _)| i);
+            let (median, pages) = sorted[sorted.len() / 2];
+            let point = stablebench_report::shapes::Point {
+                messages: sorted.len() as u64,
+                median,
+                min: sorted[0].0,
+                max: sorted[sorted.len() - 1].0,
+                pages,
+            };
+            per_n.insert(n, point);
+        }
+        out.insert(call.to_string(), per_n);
+    }
+    out
+}
+
+/// docs/per-call.md's table of the calls whose size is the caller's choice, on mainnet and under
+/// canbench, per size measured.
+fn shapes_table(r: &Results) -> String {
+    let num = stablebench_report::grouped;
+    let mut out = format!(
+        "The same canister, after the calls above (a copy of its state: nothing else sees these rows): the calls whose size the caller chooses, at n rows per call, each the median of {} messages after one not measured (pages from a uniformly random key; a page of one row is a point read by id). **per row, a → b**: (C(b) − C(a)) / (b − a), what each row between the two counts added to the message, never the message divided by its rows.\n\n| size | model | call | n = 1 | per row, 1 → 10 | 10 → 100 | 100 → 1,000 | largest n: the message | its pages |\n|---|---|---|---:|---:|---:|---:|---:|---:|\n",
+        stablebench_grid::shapes::MESSAGES_PER_POINT
+    );
+    for (model, title) in [("mainnet", "mainnet"), ("canbench", "canbench")] {
+        let sizes = r.shapes.get(model);
+        for (size, calls) in ["1x", "10x"].into_iter().filter_map(|s| Some((s, sizes?.get(s)?))) {
+            for (call, _) in SHAPES {
+                let Some(c) = calls.get(call) else { continue };
+                let m = stablebench_report::shapes::marginals(c);
+                let step = |a: u64| {
+                    m.iter().find(|s| s.0 == a).map_or("–".to_string(), |s| stablebench_report::shapes::signed(s.2))
+                };
+                let (n, last) = c.iter().next_back().unwrap();
+                out += &format!(
+                    "| {size} | {title} | `{call}` | {} | {} | {} | {} | n = {}: {} | {} |\n",
+                    c.get(&1).map_or("–".into(), |p| num(p.median)),
+                    step(1),
+                    step(10),
+                    step(100),
+                    num(*n),
+                    num(last.median),
+                    pages_text(&last.pages),
+                );
+            }
+        }
+    }
+    out
 }
 
 /// The calls of the table, in its order: the call as docs/per-call.md shows it, and what its floor runs.
@@ -189,8 +300,8 @@ fn loaded_with(sizes: Sizes, model: CostModel, arg: &[u8]) -> Canister {
     c
 }
 
-/// Measures every row of [`ROWS`] at `sizes` under `model`.
-fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
+/// Measures every row of [`ROWS`] at `sizes` under `model`, and then [`SHAPES`] on a copy.
+fn measure(sizes: Sizes, model: CostModel) -> (BTreeMap<String, Cell>, CallShapes) {
     let mut c = loaded(sizes, model);
     let users_next = |c: &mut Canister| -> u64 {
         let (s, _): (Result<stablebench_canister::Stats, Error>, _) =
@@ -260,6 +371,7 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
     // The floors, and the endpoints that have one again beside them, call for call on the same
     // database under the benchmark wasm (the one with the `floor_*` methods), after `floor_warm`
     // prepared what the production canister prepares for its queries: like with like.
+    let call_shapes = shapes(&mut c.fork().expect("forks"), users, orders);
     let up = c.upgrade(bench_code(), &unit());
     assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
     let ((), _) = update(&mut c, "floor_warm", &unit());
@@ -343,7 +455,8 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
             sizes.orders
         );
     }
-    ROWS.iter()
+    let cells = ROWS
+        .iter()
         .zip(endpoint.into_iter().zip(same.into_iter().zip(floors)))
         .map(|((call, _), (e, (same, f)))| {
             let mid = median_call(&e);
@@ -357,7 +470,8 @@ fn measure(sizes: Sizes, model: CostModel) -> BTreeMap<String, Cell> {
             };
             (call.to_string(), cell)
         })
-        .collect()
+        .collect();
+    (cells, call_shapes)
 }
 
 fn table(r: &Results) -> String {
@@ -461,11 +575,17 @@ fn every_endpoint_costs_what_the_committed_results_say() {
     let mut measured = Results::default();
     let ten = std::env::var_os("STABLEBENCH_ENDPOINTS_10X").is_some();
     let wasms = common::wasm_hashes(&WASM_FILES);
-    for (model, sizes) in [(CostModel::Canbench, &mut measured.sizes), (CostModel::Ic, &mut measured.mainnet)] {
-        sizes.insert("1x".into(), measure(Sizes::REFERENCE, model));
+    for (model, name) in [(CostModel::Canbench, "canbench"), (CostModel::Ic, "mainnet")] {
+        let ten_x = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
+        let mut at = vec![("1x", Sizes::REFERENCE)];
         if ten {
-            let ten = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
-            sizes.insert("10x".into(), measure(ten, model));
+            at.push(("10x", ten_x));
+        }
+        for (size, s) in at {
+            let (cells, shapes) = measure(s, model);
+            let sizes = if model == CostModel::Ic { &mut measured.mainnet } else { &mut measured.sizes };
+            sizes.insert(size.into(), cells);
+            measured.shapes.entry(name.into()).or_default().insert(size.into(), shapes);
         }
     }
     for size in measured.sizes.keys() {
@@ -509,12 +629,16 @@ fn every_endpoint_costs_what_the_committed_results_say() {
         merged.sizes.extend(measured.sizes);
         merged.mainnet.extend(measured.mainnet);
         merged.wasm.extend(measured.wasm);
+        for (model, sizes) in measured.shapes.clone() {
+            merged.shapes.entry(model).or_default().extend(sizes);
+        }
         let yml = format!(
             "# Generated by `STABLEBENCH_REGENERATE_ENDPOINTS=1 [STABLEBENCH_ENDPOINTS_10X=1] cargo test --release -p stablebench-runner --test endpoints`;\n# whole-message instructions (medians of {CALLS} calls) on the production wasm and, beside the floors (`same_wasm`, `floor`), on the benchmark wasm, through the offline runner,\n# under the canbench cost model (`sizes`) and the ic cost model (`mainnet`), with the 64 KiB Wasm pages of each median call. Do not edit.\n{}",
             serde_yaml::to_string(&merged).unwrap()
         );
         std::fs::write(RESULTS, yml).unwrap();
-        std::fs::write(TABLE_DOC, splice(&readme, "endpoint-table", &table(&merged))).unwrap();
+        let doc = splice(&readme, "endpoint-table", &table(&merged));
+        std::fs::write(TABLE_DOC, splice(&doc, "endpoint-shapes", &shapes_table(&merged))).unwrap();
         return;
     }
     for (model, sizes, committed) in
@@ -529,6 +653,21 @@ fn every_endpoint_costs_what_the_committed_results_say() {
             }
         }
     }
+    for (model, sizes) in &measured.shapes {
+        for (size, calls) in sizes {
+            let c = committed.shapes.get(model).and_then(|m| m.get(size));
+            assert_eq!(
+                Some(calls),
+                c,
+                "{model} {size}: the calls of n rows, measured, committed: regenerate endpoints_results.yml"
+            );
+        }
+    }
+    assert_eq!(
+        readme,
+        splice(&readme, "endpoint-shapes", &shapes_table(&committed)),
+        "docs/per-call.md's table of calls of n rows is stale"
+    );
     assert_eq!(
         readme,
         splice(&readme, "endpoint-table", &table(&committed)),

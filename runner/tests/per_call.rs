@@ -318,16 +318,7 @@ fn floor(model: CostModel) -> u64 {
 
 /// `kv_load` of the whole data set of `keys` keys, in budgeted calls.
 fn load(c: &mut Canister, kb: KvBackend, keys: u64) {
-    let mut offset = 0;
-    loop {
-        let arg = candid::encode_args((kb, keys, offset, keys - offset, None::<u64>)).unwrap();
-        let b: Batch = decode::<Result<Batch, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load")
-            .expect("kv_load");
-        offset = b.next_offset;
-        if b.complete {
-            break;
-        }
-    }
+    common::kv_load_all(c, kb, keys);
 }
 
 /// One backend's calls; SQLite under the key-value workloads' profile (`Backend::kv_profile`), so

@@ -10,11 +10,11 @@ use stablebench_grid::ic::{self, prices};
 
 use super::{
     avg_per_op, cycles_in_update, db_weights, heap_bytes_per_key, heap_limit_keys, op_title, op_unit, phase_per_op,
-    phase_per_op_in, phase_stable_bytes_per_object, rippled_columns, setup, upgrades, versus, w_avg_per_op, DbWeight,
-    Hits, Phase, Upgrade, BASELINE, COLUMNS, TRIE_OPS,
+    phase_per_op_in, phase_stable_bytes_per_object, production_heap_bound, rippled_columns, setup, upgrades, versus,
+    w_avg_per_op, DbWeight, HeapBound, Hits, Phase, Upgrade, BASELINE, COLUMNS, TRIE_OPS,
 };
 use crate::results::{Model, Results};
-use crate::{grouped, human, int, mib, usd};
+use crate::{approx, grouped, human, int, mib, usd};
 
 /// `docs/kv.md`, section by section; `patterns` and `dbweight` are [`patterns`] and
 /// [`dbweight_table`] of `results`, made once for this document and the README.
@@ -134,15 +134,6 @@ fn pages_note(model: Model) -> String {
             write = grouped(ic::page_fees::WRITE),
         ),
     }
-}
-
-/// `v` to three significant digits, grouped: `12,300,000`.
-fn approx(v: f64) -> String {
-    if !v.is_finite() || v <= 0.0 {
-        return "–".to_string();
-    }
-    let magnitude = 10f64.powi(v.log10().floor() as i32 - 2);
-    int((v / magnitude).round() * magnitude)
 }
 
 /// A percentage with three significant digits (`0.000710%`, `12.5%`).
@@ -293,14 +284,16 @@ fn upgrade_section(md: &mut String, results: &Results) {
         );
     }
     md.push('\n');
-    if let Some(s) = upgrade_sentence(&ups) {
+    if let Some(s) = upgrade_sentence(&ups, production_heap_bound(results, Backend::HeapBTreeMap).map(|(k, _)| k)) {
         let _ = write!(md, "{s}\n\n");
     }
 }
 
 /// What the heap map pays at upgrade at its largest measured size, and (by linear extrapolation)
 /// where it stops fitting one upgrade.
-fn upgrade_sentence(ups: &[Upgrade]) -> Option<String> {
+/// `refusal`: the keys at which the production canister stops taking heap-map writes, where an
+/// extrapolation of the upgrade's cost ends.
+fn upgrade_sentence(ups: &[Upgrade], refusal: Option<f64>) -> Option<String> {
     let limit = ic::INSTALL_INSTRUCTION_LIMIT;
     let largest = ups.iter().max_by_key(|u| u.size)?;
     let mut s = format!(
@@ -316,14 +309,29 @@ fn upgrade_sentence(ups: &[Upgrade]) -> Option<String> {
         let _ = write!(s, "; from {} keys it does not fit one upgrade (measured).", grouped(first_over.size));
     } else if largest.size > 0 && largest.sum() > 0 {
         let per_key = largest.sum() as f64 / largest.size as f64;
-        let _ = write!(
-            s,
-            "; at {} instructions per key it would stop fitting one upgrade at about {} keys \
-             (extrapolated linearly from {} keys).",
-            int(per_key),
-            approx(limit as f64 / per_key),
-            grouped(largest.size)
-        );
+        let at = limit as f64 / per_key;
+        match refusal.filter(|&r| r < at) {
+            Some(r) => {
+                let _ = write!(
+                    s,
+                    "; at {} instructions per key (linear from {} keys) the map the canister takes, at most about {} keys (it refuses writes past that), upgrades in about {}: the upgrade limit does not bind first.",
+                    int(per_key),
+                    grouped(largest.size),
+                    approx(r),
+                    human((r * per_key) as u64)
+                );
+            }
+            None => {
+                let _ = write!(
+                    s,
+                    "; at {} instructions per key it would stop fitting one upgrade at about {} keys \
+                     (extrapolated linearly from {} keys).",
+                    int(per_key),
+                    approx(at),
+                    grouped(largest.size)
+                );
+            }
+        }
     } else {
         s.push('.');
     }
@@ -342,6 +350,13 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
         "rippled's layout: one row per backend and object count N, one column per phase (each phase is N\n\
          operations). rippled prints seconds per phase; here, instructions per operation (the phase's\n\
          instructions over N). Under each backend, its ratios to `{}`.\n\n\
+         rippled runs each phase as a pass of its own; here the phases run one after another in one\n\
+         benchmark message, so on mainnet a phase pays the\n\
+         memory tracker only for the pages no earlier phase of the message touched: a later phase's\n\
+         figure (a random fetch after the inserts, for one) is a marginal cost inside that message, not what\n\
+         the same phase would cost as a message of its own, and `fetch_50_50_intended`, a phase rippled\n\
+         does not have, changes which pages the phases after it pay for. Phases as messages of their own:\n\
+         [message-shapes.md](message-shapes.md) has n reads and n writes per message.\n\n\
          ![Instructions per operation per NodeStore phase](kv_nodestore.svg)\n\n",
         BASELINE.name()
     );
@@ -633,7 +648,9 @@ fn heap_per_key(md: &mut String, results: &Results) {
         "\n### Heap per key, and where the heap would run out\n\n\
          Heap growth of the setup per key loaded, at each size; for SQLite mostly its page cache. The last\n\
          column is an **extrapolation**, not a measurement: the keys at which the heap would reach the default\n\
-         `wasm_memory_limit` of {} GiB if growth stayed linear at the largest measured size's rate.\n\n",
+         `wasm_memory_limit` of {} GiB if growth stayed linear at the largest measured size's rate. The benchmark\n\
+         profile lets SQLite's page cache hold the whole database; the production canister does not, and the\n\
+         column after it says where the production canister's own bound stops the heap first.\n\n",
         mem >> 30
     );
     let mut t = String::from("| backend |");
@@ -642,7 +659,11 @@ fn heap_per_key(md: &mut String, results: &Results) {
         let _ = write!(t, " {} keys |", size_label(size));
         rule.push_str("---:|");
     }
-    let _ = writeln!(t, " {} GiB reached at (extrapolated) |\n{rule}---:|", mem >> 30);
+    let _ = writeln!(
+        t,
+        " {} GiB reached at (extrapolated) | the production canister's bound (extrapolated) |\n{rule}---:|---|",
+        mem >> 30
+    );
     let mut any = false;
     for b in BACKENDS {
         let _ = write!(t, "| `{}` |", b.name());
@@ -655,7 +676,24 @@ fn heap_per_key(md: &mut String, results: &Results) {
             Backend::StableBTreeMap => "none: its data is in stable memory".to_string(),
             b => heap_limit_keys(results, b).map_or("–".to_string(), approx),
         };
-        let _ = writeln!(t, " {limit} |");
+        let bound = match production_heap_bound(results, b) {
+            Some((keys, HeapBound::MapRefusesWrites)) => {
+                format!(
+                    "at about {} keys, writes refused (heap past {} MiB)",
+                    approx(keys),
+                    HeapBound::MapRefusesWrites.bytes() >> 20
+                )
+            }
+            Some((keys, HeapBound::PageCacheCap)) => {
+                format!(
+                    "at about {} keys, the page cache capped ({} MiB)",
+                    approx(keys),
+                    HeapBound::PageCacheCap.bytes() >> 20
+                )
+            }
+            None => "–".to_string(),
+        };
+        let _ = writeln!(t, " {limit} | {bound} |");
     }
     if any {
         md.push_str(&t);
@@ -769,7 +807,10 @@ fn trie_patterns(out: &mut String, results: &Results) {
         Some(s)
     };
     if let Some(s) = ranking(&ranked(|w| w.read_warm), "Reads, warm cache", "instructions per read") {
-        let _ = writeln!(out, "{s}; in a query a read costs no cycles.");
+        let _ = writeln!(
+            out,
+            "{s}: a message of 100 random reads priced as an update, divided by its reads (a message of n reads, as a query or in an update: [docs/message-shapes.md](docs/message-shapes.md))."
+        );
     }
     if let Some(s) = ranking(&ranked(|w| w.read_cold), "Reads right after an upgrade (cold)", "instructions per read") {
         let _ = writeln!(out, "{s}.");
@@ -796,32 +837,42 @@ fn trie_patterns(out: &mut String, results: &Results) {
         let (best, best_v) = writes[0];
         let _ = writeln!(
             out,
-            "{s}. `{}`'s write adds {} cycles to an update, and {} of them fit one update as separate commits.",
+            "{s}. Each write is priced as an update of its own (`{}`'s: {} cycles); how many fit one update is counted from the marginal cost of a write in a message of many ([docs/message-shapes.md](docs/message-shapes.md)).",
             best.name(),
             grouped(cycles_in_update(best_v)),
-            approx((ic::UPDATE_INSTRUCTION_LIMIT as f64 / best_v).floor()),
         );
     }
-    if let Some(s) = upgrade_sentence(&upgrades(results)) {
+    let refusal = production_heap_bound(results, Backend::HeapBTreeMap).map(|(k, _)| k);
+    if let Some(s) = upgrade_sentence(&upgrades(results), refusal) {
         let _ = writeln!(out, "- **Upgrades**: {}", lowercase_first(&s));
     }
+    let mib = |b: HeapBound| grouped(b.bytes() >> 20);
     let heap: Vec<String> = BACKENDS
         .into_iter()
         .filter_map(|b| {
-            let what = match b {
-                Backend::HeapBTreeMap => "the map",
-                _ => "its page cache, which this profile lets hold the whole database",
-            };
-            Some(format!("`{}` ({what}) at about {} keys", b.name(), approx(heap_limit_keys(results, b)?)))
+            let (keys, bound) = production_heap_bound(results, b)?;
+            Some(match bound {
+                HeapBound::MapRefusesWrites => format!(
+                    "`{}` takes no more writes at about {} keys (`kv_load` and `kv_put` refuse them once the heap passes {} MiB, half the limit, so that `post_upgrade` has room to read the map back)",
+                    b.name(),
+                    approx(keys),
+                    mib(bound)
+                ),
+                HeapBound::PageCacheCap => format!(
+                    "`{}`'s page cache reaches the canister's cap ({} MiB, a quarter of the limit) at about {} keys, and stops growing there (the database stays in stable memory)",
+                    b.name(),
+                    mib(bound),
+                    approx(keys)
+                ),
+            })
         })
         .collect();
     if !heap.is_empty() {
         let _ = writeln!(
             out,
-            "- **Heap** (extrapolated linearly from each backend's largest setup): the {} GiB default wasm memory limit \
-             would be reached by {}; `stable_btreemap` keeps its data in stable memory, not the heap.",
+            "- **Heap** (the production canister at the {} GiB default wasm memory limit, extrapolated linearly from each backend's largest setup): {}; `stable_btreemap` keeps its data in stable memory, not the heap.",
             ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES >> 30,
-            heap.join(", ")
+            heap.join("; ")
         );
     }
 }

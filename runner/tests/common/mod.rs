@@ -87,6 +87,20 @@ pub fn decode<R: CandidType + DeserializeOwned>(out: Outcome, what: &str) -> R {
     candid::decode_one(&reply).unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
+/// `kv_load` of the whole trie data set of `keys` keys into `kb`, in budgeted calls.
+pub fn kv_load_all(c: &mut Canister, kb: stablebench_canister::KvBackend, keys: u64) {
+    let mut offset = 0;
+    loop {
+        let arg = candid::encode_args((kb, keys, offset, keys - offset, None::<u64>)).unwrap();
+        let out = c.update("kv_load", &arg, default_controller());
+        let b: stablebench_canister::Batch = decode::<Result<_, Error>>(out, "kv_load").expect("kv_load");
+        offset = b.next_offset;
+        if b.complete {
+            return;
+        }
+    }
+}
+
 /// `query_sql` as a controller.
 pub fn sql(c: &mut Canister, text: &str) -> Result<Rows, Error> {
     decode(c.query("query_sql", &candid::encode_one(text).unwrap(), default_controller()), "query_sql")
