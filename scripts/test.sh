@@ -24,17 +24,13 @@ wasm_rustflags
 cargo clippy --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-vfs --features canbench -- -D warnings \
   || die "clippy found warnings in the ic-sqlite-vfs canister (wasm32-unknown-unknown)"
 # The example canisters and the sharded sets' canisters compile for wasm32 only (natively they
-# are empty): lint them there, one cargo run per target.
-cargo clippy --locked --profile canister --target "$WASM_TARGET" -p stablebench-example-sqlite -p stablebench-sharded-orders -- -D warnings \
-  || die "clippy found warnings in examples/sqlite or sharded-orders/ ($WASM_TARGET)"
-# The production canister as scripts/build.sh builds it (alone, no feature: the workspace run
-# above lints it with feature `canbench`, which leaves out its production-only endpoints,
-# `canister/src/kv_many.rs`). A run of its own, with the features the production build has, so
-# that the build scripts it runs (SQLite's C) are the ones that build reuses (linted beside the
-# two above, in the fresh-clone CI of 205e43e, the lints took 224 s and the wasm builds 274 s;
-# ci_runs.csv has the runs since).
-cargo clippy --locked --profile canister --target "$WASM_TARGET" -p stablebench-canister -- -D warnings \
-  || die "clippy found warnings in the production canister ($WASM_TARGET)"
+# are empty): lint them there, one cargo run per target. The production canister with them: the
+# workspace run above lints it with feature `canbench`, which leaves out its production-only
+# endpoints (`canister/src/kv_many.rs`). In a cargo run of its own it took longer: fresh-clone CI
+# lints 264 s against 224 s here, the wasm builds 270 s against 274 s (ci_runs.csv: 17e62ba, 205e43e).
+cargo clippy --locked --profile canister --target "$WASM_TARGET" -p stablebench-example-sqlite -p stablebench-sharded-orders \
+  -p stablebench-canister -- -D warnings \
+  || die "clippy found warnings in examples/sqlite, sharded-orders/ or the production canister ($WASM_TARGET)"
 cargo clippy --locked --profile canister --target "$VFS_WASM_TARGET" -p stablebench-example-maps -p stablebench-sharded -- -D warnings \
   || die "clippy found warnings in examples/maps or sharded/ ($VFS_WASM_TARGET)"
 
