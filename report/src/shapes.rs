@@ -31,6 +31,17 @@ pub struct Point {
     pub pages: PageCounts,
 }
 
+impl Point {
+    /// The point of some messages (instructions, pages): the median by instructions, with its
+    /// pages, and the smallest and largest.
+    pub fn median_of(mut messages: Vec<(u64, PageCounts)>) -> Point {
+        messages.sort_by_key(|&(n, _)| n);
+        let (median, pages) = messages[messages.len() / 2];
+        let (min, max) = (messages[0].0, messages[messages.len() - 1].0);
+        Point { messages: messages.len() as u64, median, min, max, pages }
+    }
+}
+
 /// Per operation count.
 pub type Counts = BTreeMap<u64, Point>;
 

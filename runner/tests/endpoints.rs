@@ -155,17 +155,7 @@ fn shapes(c: &mut Canister, mut users: u64, mut orders: u64) -> CallShapes {
                     (m.instructions, m.pages)
                 })
                 .collect();
-            let mut sorted = msgs[1..].to_vec();
-            sorted.sort_by_key(|&(i, _)| i);
-            let (median, pages) = sorted[sorted.len() / 2];
-            let point = stablebench_report::shapes::Point {
-                messages: sorted.len() as u64,
-                median,
-                min: sorted[0].0,
-                max: sorted[sorted.len() - 1].0,
-                pages,
-            };
-            per_n.insert(n, point);
+            per_n.insert(n, stablebench_report::shapes::Point::median_of(msgs[1..].to_vec()));
         }
         out.insert(call.to_string(), per_n);
     }

@@ -120,13 +120,6 @@ fn install_and_load(backend: Backend, data: &Data) -> Canister {
     c
 }
 
-/// The median message of `outs` (by instructions) as a point.
-fn point(mut outs: Vec<(u64, stablebench_runner::host::PageCounts)>) -> Point {
-    outs.sort_by_key(|&(n, _)| n);
-    let (median, pages) = outs[outs.len() / 2];
-    Point { messages: outs.len() as u64, median, min: outs[0].0, max: outs[outs.len() - 1].0, pages }
-}
-
 fn get_many(c: &mut Canister, kb: KvBackend, keys: &[Key], in_update: bool) -> (Outcome, Vec<Option<Vec<u8>>>) {
     let keys: Vec<ByteBuf> = keys.iter().map(|k| ByteBuf::from(k.to_vec())).collect();
     let arg = candid::encode_args((kb, keys)).unwrap();
@@ -215,7 +208,7 @@ fn measure(loaded: &mut Canister, backend: Backend, data: &Data, model: CostMode
                         out
                     })
                     .collect();
-                counts.insert(n, point(outs[1..].to_vec()));
+                counts.insert(n, Point::median_of(outs[1..].to_vec()));
             }
             shapes.entry(shape.name().to_string()).or_default().insert(pattern.name().to_string(), counts);
         }
