@@ -20,7 +20,7 @@ names=("$@")
 if [ ${#names[@]} -eq 0 ]; then
   for step in insert_users_100k insert_orders_1m create_indexes_1m select_join_1m select_like_100k \
     insert_orders_100_indexed delete_orders_1k_indexed insert_orders_1m_indexed delete_orders_100k_rollback; do
-    names+=("sqlite_${step}_cache_8mib_page_16k_journal_memory")
+    names+=("sqlite_${step}_page_8k_temp_file")
   done
 fi
 

@@ -105,7 +105,7 @@ pub fn cost_now() -> Cost {
 #[derive(CandidType, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct InitArgs {
     /// The pragma profile to open the database with (see `pragma_profile`). At install the
-    /// default: `cache_8mib_page_16k_journal_memory`, recommended; at upgrade, the one in use. Benchmark-only profiles (the
+    /// default: `page_8k_temp_file`, recommended; at upgrade, the one in use. Benchmark-only profiles (the
     /// heap database, a non-atomic journal) are refused. `page_size` cannot change once
     /// tables exist: an upgrade asking for another one fails and changes nothing.
     pub profile: Option<String>,

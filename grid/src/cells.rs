@@ -760,7 +760,7 @@ mod tests {
                         && !n.starts_with("sqlite_vfs")
                 })
                 .count(),
-            233
+            242
         );
     }
 

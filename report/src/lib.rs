@@ -11,10 +11,12 @@
 //! measured instruction (under fat LTO, code a canister never calls still shapes the code it does
 //! call, when both live in one crate).
 
+pub mod bounded;
 pub mod chart;
 pub mod chia;
 pub mod kv;
 pub mod mainnet;
+pub mod recommend;
 pub mod results;
 pub mod scaling;
 pub mod shapes;
@@ -448,7 +450,8 @@ pub fn generate(results: &Results, beside: Option<Beside<'_>>, command: &str, da
     Report { markdown: md, svg: heatmap(results), readme_results: readme_table(results), readme_profiles: profiles }
 }
 
-/// The profile summary: every profile's standing, the cheapest qualifying one marked.
+/// The profile summary: every profile's standing over the nine steps, the cheapest qualifying one
+/// marked (the recommendation is chosen by the per-call mix: [`recommend`]).
 fn profiles_table(standings: &[Standing]) -> String {
     let best = standings.iter().find(|s| qualifies(s));
     let mut profiles = String::from(
@@ -461,8 +464,11 @@ fn profiles_table(standings: &[Standing]) -> String {
             Err(_) if s.profile.storage == Storage::Heap => "no: heap, lost on upgrade".to_string(),
             Err(_) => "no: not atomic".to_string(),
         };
-        let mark =
-            if best.is_some_and(|b| b.profile.name == s.profile.name) { " **(cheapest qualifying)**" } else { "" };
+        let mark = if best.is_some_and(|b| b.profile.name == s.profile.name) {
+            " **(cheapest qualifying over the nine steps)**"
+        } else {
+            ""
+        };
         let _ = writeln!(
             profiles,
             "| `{}`{mark} | {} | {} | {} | {:.2}x | {} | {deploy} |",

@@ -62,7 +62,7 @@ fn answers_of(results: &Results) -> Vec<(Topic, String, String)> {
         standings.iter().find(|s| super::qualifies(s)).map_or("none".to_string(), |s| s.profile.name.to_string());
     out.push((
         Topic::Profiles,
-        "Recommended pragma profile (the cheapest qualifying one over the nine users/orders steps)".into(),
+        "Cheapest profile over the nine users/orders bulk steps (atomic, in stable memory, foreign keys kept; not the recommendation's criterion)".into(),
         best,
     ));
     for op in TRIE_OPS {

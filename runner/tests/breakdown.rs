@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use stablebench_grid::profiles::CACHE_8MIB_PAGE_16K_JOURNAL_MEMORY as RECOMMENDED;
+use stablebench_grid::profiles::DEFAULT as RECOMMENDED;
 use stablebench_grid::users_orders::{Bench, BENCHES};
 use stablebench_report::{grouped, splice};
 use stablebench_runner::profile::{bucket, Bucket};

@@ -80,19 +80,19 @@ fn the_workload_runs_through_the_endpoints_with_the_oracle_results() {
     assert_eq!((s.users, s.orders, s.indexes.len()), (2_000, 20_000 - 20, 2));
     assert_eq!(
         (s.page_size, s.profile.as_str()),
-        (16384, stablebench_grid::profiles::DEFAULT.name),
+        (8192, stablebench_grid::profiles::DEFAULT.name),
         "the recommended profile is the default"
     );
-    assert_eq!(s.profile, "cache_8mib_page_16k_journal_memory");
+    assert_eq!(s.profile, "page_8k_temp_file");
     let active = |name: &str| s.pragmas.iter().find(|p| p.name == name).unwrap().value.clone();
-    // The profile's 8 MiB cache (negative: KiB), below a quarter of the default 3 GiB
-    // wasm_memory_limit (768 MiB), so left as it is.
+    // The profile's 1,000,000-page cache, bounded to a quarter of the default 3 GiB
+    // wasm_memory_limit: 768 MiB, as KiB (negative).
     assert_eq!(
         (active("journal_mode"), active("locking_mode"), active("cache_size")),
-        ("memory".into(), "exclusive".into(), "-8192".into())
+        ("persist".into(), "exclusive".into(), (-(768i64 << 10)).to_string())
     );
-    // temp_store MEMORY is 2; ic-rusqlite's SQLite enforces foreign keys unless told otherwise.
-    assert_eq!((active("temp_store"), active("foreign_keys")), ("2".into(), "1".into()));
+    // temp_store FILE is 1; ic-rusqlite's SQLite enforces foreign keys unless told otherwise.
+    assert_eq!((active("temp_store"), active("foreign_keys")), ("1".into(), "1".into()));
     assert!(integrity_ok(&mut c));
 }
 

@@ -49,6 +49,9 @@ use stablebench_runner::replica::{CostModel, TRANSMISSION_FACTOR};
 /// Calls measured per endpoint.
 const CALLS: usize = 5;
 
+/// Ten times the reference data set: 1,000,000 users, 10,000,000 orders.
+const TEN_X: Sizes = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
+
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoints_results.yml");
 const TABLE_DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/per-call.md");
 
@@ -270,13 +273,8 @@ fn load(c: &mut Canister, method: &str, total: u64) {
     }
 }
 
-/// The production canister with `sizes` loaded (indexes first, so the loads maintain them),
-/// under `model` from its install on.
-fn loaded(sizes: Sizes, model: CostModel) -> Canister {
-    loaded_with(sizes, model, &unit())
-}
-
-/// [`loaded`], installed with `arg`.
+/// The production canister installed with `arg`, with `sizes` loaded (indexes first, so the
+/// loads maintain them), under `model` from its install on.
 fn loaded_with(sizes: Sizes, model: CostModel, arg: &[u8]) -> Canister {
     let opts = Options { limits: Limits::PRODUCTION, cost_model: model, ..Options::default() };
     let (mut c, _) = Canister::install(code(), arg, opts).expect("installs");
@@ -292,7 +290,13 @@ fn loaded_with(sizes: Sizes, model: CostModel, arg: &[u8]) -> Canister {
 
 /// Measures every row of [`ROWS`] at `sizes` under `model`, and then [`SHAPES`] on a copy.
 fn measure(sizes: Sizes, model: CostModel) -> (BTreeMap<String, Cell>, CallShapes) {
-    let mut c = loaded(sizes, model);
+    measure_with(sizes, model, &unit(), true)
+}
+
+/// [`measure`] of the canister installed with `arg`; with `with_floors` false, without the floors
+/// (and the upgrade to the benchmark wasm they need): every other figure is the same.
+fn measure_with(sizes: Sizes, model: CostModel, arg: &[u8], with_floors: bool) -> (BTreeMap<String, Cell>, CallShapes) {
+    let mut c = loaded_with(sizes, model, arg);
     let users_next = |c: &mut Canister| -> u64 {
         let (s, _): (Result<stablebench_canister::Stats, Error>, _) =
             query(c, "stats", &unit(), Principal::anonymous());
@@ -362,72 +366,75 @@ fn measure(sizes: Sizes, model: CostModel) -> (BTreeMap<String, Cell>, CallShape
     // database under the benchmark wasm (the one with the `floor_*` methods), after `floor_warm`
     // prepared what the production canister prepares for its queries: like with like.
     let call_shapes = shapes(&mut c.fork().expect("forks"), users, orders);
-    let up = c.upgrade(bench_code(), &unit());
-    assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
-    let ((), _) = update(&mut c, "floor_warm", &unit());
     let mut same: Vec<Vec<Msg>> = vec![Vec::new(); ROWS.len()];
     let mut floors: Vec<Vec<Msg>> = vec![Vec::new(); ROWS.len()];
-    let anyone = Principal::anonymous();
-    // Round 0 is not measured: the upgrade emptied SQLite's page cache.
-    for round in 0..=CALLS {
-        let mut both = |row: usize, e: Msg, f: Msg| {
-            if round > 0 {
-                same[row].push(e);
-                floors[row].push(f);
-            }
-        };
-        let (b, e): (Result<Batch, Error>, _) =
-            update(&mut c, "add_users", &candid::encode_args((users, 1u64)).unwrap());
-        assert_eq!(b.unwrap().inserted, 1);
-        users += 1;
-        let (rows, f): (u64, _) = update(&mut c, "floor_insert_user", &candid::encode_one(users + 1).unwrap());
-        assert_eq!(rows, 1);
-        users += 1;
-        both(0, e, f);
-        let (b, e): (Result<Batch, Error>, _) =
-            update(&mut c, "add_orders", &candid::encode_args((orders, 1u64)).unwrap());
-        assert_eq!(b.unwrap().inserted, 1);
-        orders += 1;
-        let (rows, f): (u64, _) = update(&mut c, "floor_insert_order", &candid::encode_args((orders, users)).unwrap());
-        assert_eq!(rows, 1);
-        orders += 1;
-        both(1, e, f);
-        // Order ids are never reused: the round's two new orders are `orders - 1` and `orders`.
-        // The endpoint deletes the newest, the floor the one below it.
-        let (d, e): (Result<Deleted, Error>, _) =
-            update(&mut c, "delete_orders", &candid::encode_args((users, Some(orders - 1), None::<u64>)).unwrap());
-        let d = d.unwrap();
-        assert!(d.complete && d.deleted == 1, "one order deleted: {d:?}");
-        let (rows, f): (u64, _) =
-            update(&mut c, "floor_delete_window", &candid::encode_args((orders - 2, orders - 1, users)).unwrap());
-        assert_eq!(rows, 1, "the floor deletes one order");
-        both(2, e, f);
-        let (p, e): (Result<stablebench::query::Page<stablebench::query::User>, Error>, _) =
-            query(&mut c, "list_users", &candid::encode_args((users - 1, 1u32)).unwrap(), anyone);
-        assert_eq!(p.unwrap().items.len(), 1);
-        let (rows, f): (u64, _) =
-            query(&mut c, "floor_list_users", &candid::encode_args((users - 1, 1u32)).unwrap(), anyone);
-        assert_eq!(rows, 1);
-        both(5, e, f);
-        let (p, e): (Result<stablebench::query::Page<stablebench::query::Order>, Error>, _) =
-            query(&mut c, "list_orders", &candid::encode_args((listed_after, 1u32)).unwrap(), anyone);
-        assert_eq!(p.unwrap().items.len(), 1);
-        let (rows, f): (u64, _) =
-            query(&mut c, "floor_list_orders", &candid::encode_args((listed_after, 1u32)).unwrap(), anyone);
-        assert_eq!(rows, 2, "the page and the row that tells another follows");
-        both(6, e, f);
-        let select = format!("SELECT * FROM users WHERE user_id = {users}");
-        let (r, e): (Result<stablebench::query::Rows, Error>, _) =
-            query(&mut c, "query_sql", &candid::encode_one(&select).unwrap(), default_controller());
-        assert_eq!(r.unwrap().rows.len(), 1);
-        let (rows, f): (u64, _) =
-            query(&mut c, "floor_sql", &candid::encode_one(&select).unwrap(), default_controller());
-        assert_eq!(rows, 1);
-        both(7, e, f);
-        let (r, e): (Result<stablebench::query::RowsPage, Error>, _) =
-            query(&mut c, "query_sql_page", &candid::encode_args((&select, 0u64)).unwrap(), default_controller());
-        assert_eq!(r.unwrap().rows.rows.len(), 1);
-        both(8, e, f);
+    if with_floors {
+        let up = c.upgrade(bench_code(), &unit());
+        assert!(up.result.is_ok(), "the upgrade to the benchmark wasm: {:?}", up.result);
+        let ((), _) = update(&mut c, "floor_warm", &unit());
+        let anyone = Principal::anonymous();
+        // Round 0 is not measured: the upgrade emptied SQLite's page cache.
+        for round in 0..=CALLS {
+            let mut both = |row: usize, e: Msg, f: Msg| {
+                if round > 0 {
+                    same[row].push(e);
+                    floors[row].push(f);
+                }
+            };
+            let (b, e): (Result<Batch, Error>, _) =
+                update(&mut c, "add_users", &candid::encode_args((users, 1u64)).unwrap());
+            assert_eq!(b.unwrap().inserted, 1);
+            users += 1;
+            let (rows, f): (u64, _) = update(&mut c, "floor_insert_user", &candid::encode_one(users + 1).unwrap());
+            assert_eq!(rows, 1);
+            users += 1;
+            both(0, e, f);
+            let (b, e): (Result<Batch, Error>, _) =
+                update(&mut c, "add_orders", &candid::encode_args((orders, 1u64)).unwrap());
+            assert_eq!(b.unwrap().inserted, 1);
+            orders += 1;
+            let (rows, f): (u64, _) =
+                update(&mut c, "floor_insert_order", &candid::encode_args((orders, users)).unwrap());
+            assert_eq!(rows, 1);
+            orders += 1;
+            both(1, e, f);
+            // Order ids are never reused: the round's two new orders are `orders - 1` and `orders`.
+            // The endpoint deletes the newest, the floor the one below it.
+            let (d, e): (Result<Deleted, Error>, _) =
+                update(&mut c, "delete_orders", &candid::encode_args((users, Some(orders - 1), None::<u64>)).unwrap());
+            let d = d.unwrap();
+            assert!(d.complete && d.deleted == 1, "one order deleted: {d:?}");
+            let (rows, f): (u64, _) =
+                update(&mut c, "floor_delete_window", &candid::encode_args((orders - 2, orders - 1, users)).unwrap());
+            assert_eq!(rows, 1, "the floor deletes one order");
+            both(2, e, f);
+            let (p, e): (Result<stablebench::query::Page<stablebench::query::User>, Error>, _) =
+                query(&mut c, "list_users", &candid::encode_args((users - 1, 1u32)).unwrap(), anyone);
+            assert_eq!(p.unwrap().items.len(), 1);
+            let (rows, f): (u64, _) =
+                query(&mut c, "floor_list_users", &candid::encode_args((users - 1, 1u32)).unwrap(), anyone);
+            assert_eq!(rows, 1);
+            both(5, e, f);
+            let (p, e): (Result<stablebench::query::Page<stablebench::query::Order>, Error>, _) =
+                query(&mut c, "list_orders", &candid::encode_args((listed_after, 1u32)).unwrap(), anyone);
+            assert_eq!(p.unwrap().items.len(), 1);
+            let (rows, f): (u64, _) =
+                query(&mut c, "floor_list_orders", &candid::encode_args((listed_after, 1u32)).unwrap(), anyone);
+            assert_eq!(rows, 2, "the page and the row that tells another follows");
+            both(6, e, f);
+            let select = format!("SELECT * FROM users WHERE user_id = {users}");
+            let (r, e): (Result<stablebench::query::Rows, Error>, _) =
+                query(&mut c, "query_sql", &candid::encode_one(&select).unwrap(), default_controller());
+            assert_eq!(r.unwrap().rows.len(), 1);
+            let (rows, f): (u64, _) =
+                query(&mut c, "floor_sql", &candid::encode_one(&select).unwrap(), default_controller());
+            assert_eq!(rows, 1);
+            both(7, e, f);
+            let (r, e): (Result<stablebench::query::RowsPage, Error>, _) =
+                query(&mut c, "query_sql_page", &candid::encode_args((&select, 0u64)).unwrap(), default_controller());
+            assert_eq!(r.unwrap().rows.rows.len(), 1);
+            both(8, e, f);
+        }
     }
     // A floor, the call's statement alone on the same wasm, does no more work than the call: the
     // medians of their instructions, under the ic model without the tracker's charges (which
@@ -566,10 +573,9 @@ fn every_endpoint_costs_what_the_committed_results_say() {
     let ten = std::env::var_os("STABLEBENCH_ENDPOINTS_10X").is_some();
     let wasms = common::wasm_hashes(&WASM_FILES);
     for (model, name) in [(CostModel::Canbench, "canbench"), (CostModel::Ic, "mainnet")] {
-        let ten_x = Sizes { users: Sizes::REFERENCE.users * 10, orders: Sizes::REFERENCE.orders * 10 };
         let mut at = vec![("1x", Sizes::REFERENCE)];
         if ten {
-            at.push(("10x", ten_x));
+            at.push(("10x", TEN_X));
         }
         for (size, s) in at {
             let (cells, shapes) = measure(s, model);
@@ -820,4 +826,124 @@ fn keeping_the_reference_data_costs_what_the_committed_results_say() {
         "STABLEBENCH_REGENERATE_STORAGE=1",
     );
     assert_eq!(doc, splice(&doc, &storage_table(&committed)), "docs/pragma-guide.md's storage table is stale");
+}
+
+const PROFILE_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoint_profiles_results.yml");
+
+/// The calls of the per-call mix under `profile` at `sizes` on mainnet (the `ic` model): the
+/// canister installed with the profile (the recommended one with no argument, as
+/// `every_endpoint_costs_what_the_committed_results_say` installs it, so its figures are those of
+/// `endpoints_results.yml`), loaded and called as [`measure`] does, without the floors.
+fn profile_calls(profile: &str, sizes: Sizes) -> stablebench_report::recommend::Calls {
+    let arg = if profile == stablebench_grid::profiles::DEFAULT.name {
+        unit()
+    } else {
+        candid::encode_one(Some(stablebench_canister::InitArgs {
+            profile: Some(profile.into()),
+            wasm_memory_limit: None,
+        }))
+        .unwrap()
+    };
+    let (cells, shapes) = measure_with(sizes, CostModel::Ic, &arg, false);
+    let calls = cells
+        .into_iter()
+        .map(|(call, c)| (call, stablebench_report::recommend::Call { instructions: c.instructions, pages: c.pages }))
+        .collect();
+    stablebench_report::recommend::Calls { calls, shapes }
+}
+
+/// The profiles whose heap stayed bounded in `bounded_heap_results.yml` (`runner/tests/bounded_heap.rs`):
+/// those the recommendation can choose.
+fn bounded_profiles() -> Vec<String> {
+    let r: stablebench_report::bounded::Results =
+        common::committed_or_default(concat!(env!("CARGO_MANIFEST_DIR"), "/../bounded_heap_results.yml"));
+    r.profiles().into_iter().filter(|n| r.bounded(n).is_ok()).map(str::to_string).collect()
+}
+
+/// Every deployable profile's calls on mainnet at 1x, and at 10x those of [`bounded_profiles`] (`endpoint_profiles_results.yml`,
+/// what the recommendation's per-call mix is computed from): remeasured with
+/// `STABLEBENCH_REGENERATE_ENDPOINT_PROFILES=1 cargo test --release -p stablebench-runner --test endpoints
+/// every_profile` (about 15 s a profile at 1x, 2 to 3 minutes at 10x).
+/// Every run checks that the recommended profile's figures there are `endpoints_results.yml`'s
+/// (both files come from the same measurement), and refuses the file unless the production wasm
+/// it was measured on is the one built now.
+#[test]
+fn every_profile_calls_what_the_committed_results_say() {
+    use stablebench_grid::profiles::{DEFAULT, PROFILES};
+    use stablebench_report::recommend::Sweep;
+    let wasm = common::wasm_hashes(&WASM_FILES[..1]);
+    if std::env::var_os("STABLEBENCH_REGENERATE_ENDPOINT_PROFILES").is_some() {
+        // A part at a time, for a look before the whole hour: some profiles, some sizes (both comma lists).
+        let only = std::env::var("STABLEBENCH_ENDPOINT_PROFILES_ONLY").ok();
+        let sizes = std::env::var("STABLEBENCH_ENDPOINT_PROFILES_SIZES").ok();
+        let mut sweep: Sweep = common::committed_or_default(PROFILE_RESULTS);
+        if sweep.wasm != wasm {
+            sweep = Sweep { wasm: wasm.clone(), ..Sweep::default() };
+        }
+        let bounded = bounded_profiles();
+        for p in PROFILES.iter().filter(|p| p.deployable().is_ok()) {
+            if only.as_deref().is_some_and(|o| !o.split(',').any(|n| n == p.name)) {
+                continue;
+            }
+            let at: BTreeMap<String, _> = [("1x", Sizes::REFERENCE), ("10x", TEN_X)]
+                .into_iter()
+                .filter(|(size, _)| *size == "1x" || bounded.contains(&p.name.to_string()))
+                .filter(|(size, _)| sizes.as_deref().is_none_or(|o| o.split(',').any(|n| n == *size)))
+                .map(|(size, s)| (size.to_string(), profile_calls(p.name, s)))
+                .collect();
+            eprintln!(
+                "{}: {:?}",
+                p.name,
+                at.iter().map(|(s, c)| (s, stablebench_report::recommend::mix(c))).collect::<Vec<_>>()
+            );
+            sweep.profiles.entry(p.name.to_string()).or_default().extend(at);
+            for (name, at) in &mut sweep.profiles {
+                if !bounded.contains(name) {
+                    // Its heap is not bounded (any more): it cannot be recommended, 10x is not kept.
+                    at.remove("10x");
+                }
+            }
+            let yml = format!(
+                "# Generated by `STABLEBENCH_REGENERATE_ENDPOINT_PROFILES=1 cargo test --release -p stablebench-runner --test endpoints every_profile`;\n\
+                 # per deployable pragma profile and size, the users/orders calls of endpoints_results.yml on mainnet (the runner's ic\n\
+                 # cost model), without the floors, on the production wasm (its SHA-256 under `wasm`). Do not edit.\n{}",
+                serde_yaml::to_string(&sweep).unwrap()
+            );
+            std::fs::write(PROFILE_RESULTS, yml).unwrap();
+        }
+        return;
+    }
+    let sweep: Sweep = common::committed_or_default(PROFILE_RESULTS);
+    let endpoints: Results = common::committed_or_default(RESULTS);
+    common::assert_measured_on(
+        "endpoint_profiles_results.yml",
+        "per-profile",
+        Some(&sweep.wasm),
+        &wasm,
+        "STABLEBENCH_REGENERATE_ENDPOINT_PROFILES=1",
+    );
+    let rec = sweep.profiles.get(DEFAULT.name).expect("the recommended profile in endpoint_profiles_results.yml");
+    for (size, calls) in rec {
+        for (call, c) in &calls.calls {
+            let e = &endpoints.mainnet[size][call];
+            assert_eq!(
+                (c.instructions, c.pages),
+                (e.instructions, e.pages),
+                "{size} {call}: endpoint_profiles_results.yml and endpoints_results.yml disagree on the recommended profile"
+            );
+        }
+        assert_eq!(
+            Some(&calls.shapes),
+            endpoints.shapes.get("mainnet").and_then(|m| m.get(size)),
+            "{size}: the calls of n rows"
+        );
+    }
+    // Every deployable profile at 1x; at 10x too each that can be recommended (its heap bounded).
+    let bounded = bounded_profiles();
+    for p in PROFILES.iter().filter(|p| p.deployable().is_ok()) {
+        let at =
+            sweep.profiles.get(p.name).unwrap_or_else(|| panic!("{} is not in endpoint_profiles_results.yml", p.name));
+        let want: &[&str] = if bounded.contains(&p.name.to_string()) { &["10x", "1x"] } else { &["1x"] };
+        assert_eq!(at.keys().collect::<Vec<_>>(), want, "{}: the sizes measured", p.name);
+    }
 }

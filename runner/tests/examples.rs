@@ -90,12 +90,21 @@ fn expected_pragmas(limit: u64) -> Vec<(String, String)> {
         .iter()
         .map(|p| {
             let reported = match p.name {
-                // The crate's cache_size is negative KiB (SQLite's convention): bounded only if larger.
-                "cache_size"
-                    if p.value.trim_start_matches('-').parse::<u64>().expect("cache_size in KiB")
-                        > stablebench_pragmas::cache_bound_kib(limit) =>
-                {
-                    format!("-{}", stablebench_pragmas::cache_bound_kib(limit))
+                // SQLite's convention: a positive cache_size is pages, a negative one KiB. Bounded
+                // (to negative KiB) only if larger than the bound.
+                "cache_size" => {
+                    let v: i64 = p.value.parse().expect("cache_size is a number");
+                    let page_kib = stablebench_pragmas::RECOMMENDED
+                        .iter()
+                        .find(|q| q.name == "page_size")
+                        .map_or(4, |q| q.value.parse::<u64>().expect("page_size") / 1024);
+                    let kib = if v < 0 { v.unsigned_abs() } else { v as u64 * page_kib };
+                    let bound = stablebench_pragmas::cache_bound_kib(limit);
+                    if kib > bound {
+                        format!("-{bound}")
+                    } else {
+                        p.value.to_string()
+                    }
                 }
                 _ => stablebench_pragmas::normalize(p.name, p.value).to_ascii_lowercase(),
             };
@@ -165,12 +174,13 @@ fn the_sqlite_example_keeps_its_settings_and_its_rows_across_upgrades() {
 }
 
 #[test]
-fn the_sqlite_example_installed_without_a_limit_keeps_the_recommended_cache() {
+fn the_sqlite_example_installed_without_a_limit_bounds_the_cache_by_the_default_limit() {
     let mut c = Canister::install(example("example_sqlite"), &limit_arg(None), Options::default()).expect("installs").0;
     assert_eq!(pragmas(&mut c), expected_pragmas(stablebench_pragmas::DEFAULT_WASM_MEMORY_LIMIT_BYTES));
-    // 8 MiB (as negative KiB): far below a quarter of the IC's default 3 GiB limit, so not lowered.
+    // 1,000,000 pages of 8 KiB, lowered to a quarter of the IC's default 3 GiB limit: 768 MiB, as
+    // negative KiB.
     let cache = &pragmas(&mut c)[5];
-    assert_eq!((cache.0.as_str(), cache.1.as_str()), ("cache_size", "-8192"));
+    assert_eq!((cache.0.as_str(), cache.1.as_str()), ("cache_size", "-786432"));
 }
 
 /// `body`, docs/use-in-your-canister.md's fragment between `<!-- name:begin -->` and `<!-- name:end -->`: written
@@ -240,7 +250,7 @@ fn the_sqlite_example_refuses_to_start_over_a_database_with_another_page_size() 
     let why = trap.to_string();
     assert!(
         why.contains(
-            "refusing to start: PRAGMA page_size = 16384 did not take effect (SQLite reports 65536): \
+            "refusing to start: PRAGMA page_size = 8192 did not take effect (SQLite reports 65536): \
              the page size is fixed once the first table exists"
         ),
         "{why}"

@@ -135,6 +135,7 @@ fn every_profile_keeps_every_row_across_upgrades_and_profile_changes() {
             "ic_rusqlite",
             "journal_memory_temp_file",
             "cache_8mib_page_16k_journal_memory",
+            "page_8k_temp_file",
             "foreign_keys_off",
             "page_16k",
         ]

@@ -232,8 +232,22 @@ fn a_full_shard_gives_a_clear_error_and_loses_nothing() {
     for o in others {
         model.get_mut(&o.user).unwrap().push(o);
     }
-    check_model(&mut set, &model);
+    // While full, a read that needs no temporary storage still answers; one that sorts (the top
+    // orders) needs room for its temporary file (temp_store FILE: the recommended profile's sorts
+    // spill to stable memory, not the heap) and fails with the shard's clear error. Given room,
+    // every read finds every row: nothing was lost.
+    let count: Result<u64, Error> = set.call(set.router, "count_orders", &()).0;
+    assert_eq!(count, Ok(model.values().map(|v| v.len() as u64).sum()));
+    match set.call::<_, Result<Vec<UserOrder>, Error>>(set.router, "top_orders", &(10u32,)).0 {
+        Ok(_) => {}
+        Err(Error::ShardFailed { shard, code: 5, message }) => {
+            assert_eq!(shard, full);
+            assert!(message.contains("memory"), "{message}");
+        }
+        Err(e) => panic!("expected the top orders or the full shard's failure, got {e:?}"),
+    }
     set.room(full);
+    check_model(&mut set, &model);
     let r: Result<u64, Error> = set.call(set.router, "add_orders", &(theirs.clone(),)).0;
     assert_eq!(r, Ok(theirs.len() as u64));
     for o in theirs {
