@@ -311,11 +311,18 @@ pub struct KvReport {
 
 /// Generates the key-value report. `hits` gives the exact fetch hits of a NodeStore run of `n`
 /// objects (see [`Hits`]), or `None` where they are not known; `command` is how the results were
-/// produced and `date` when.
-pub fn generate(results: &Results, hits: &dyn Fn(u64) -> Option<Hits>, command: &str, date: &str) -> KvReport {
+/// produced and `date` when. `shapes` (`message_shapes_results.yml` at the DbWeight size) gives
+/// the DbWeight section under mainnet's model, where an operation's cost is not a constant.
+pub fn generate(
+    results: &Results,
+    hits: &dyn Fn(u64) -> Option<Hits>,
+    command: &str,
+    date: &str,
+    shapes: Option<&crate::shapes::Size>,
+) -> KvReport {
     let (patterns, dbweight) = (markdown::patterns(results), markdown::dbweight_table(results));
     KvReport {
-        markdown: markdown::document(results, hits, command, date, &patterns, &dbweight),
+        markdown: markdown::document(results, hits, command, date, &patterns, &dbweight, shapes),
         trie_svg: charts::trie(results),
         nodestore_svg: charts::nodestore(results),
         readme_dbweight: markdown::readme_dbweight(results, &dbweight),
@@ -497,7 +504,7 @@ mod tests {
             let per_key = heap_bytes_per_key(&results, b, DB_WEIGHT_SIZE).unwrap();
             assert_eq!(heap_limit_keys(&results, b), Some(ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES as f64 / per_key));
         }
-        let md = generate(&results, &hits, "test", "2026-01-01").markdown;
+        let md = generate(&results, &hits, "test", "2026-01-01", None).markdown;
         assert!(md.contains("| none: its data is in stable memory |"));
         assert!(!md.contains("`stable_btreemap` (its heap)"));
     }
@@ -520,7 +527,7 @@ mod tests {
             assert_eq!(bound.bytes(), ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES / 4, "a quarter of the limit");
             assert_eq!(keys * 4.0, heap_limit_keys(&results, b).unwrap());
         }
-        let patterns = generate(&results, &hits, "test", "2026-01-01").patterns;
+        let patterns = generate(&results, &hits, "test", "2026-01-01", None).patterns;
         let heap = patterns.lines().find(|l| l.starts_with("- **Heap**")).unwrap();
         assert!(
             heap.contains("takes no more writes at about") && heap.contains("reaches the canister's cap"),
@@ -549,7 +556,7 @@ mod tests {
     #[test]
     fn a_backend_missing_at_a_size_leaves_a_gap_not_a_crash() {
         let results = synthetic(|c| c.backend == Backend::SqliteRowid && (c.size == 10_000 || c.op == Op::NodeStore));
-        let report = generate(&results, &hits, "test", "2026-01-01");
+        let report = generate(&results, &hits, "test", "2026-01-01", None);
         let row = report.markdown.lines().find(|l| l.starts_with("| 10,000 |")).unwrap();
         assert!(row.trim_end().ends_with("| – |"), "{row}");
         assert!(!report.markdown.contains("| `sqlite_rowid` | 10,000 |"));
@@ -558,7 +565,7 @@ mod tests {
 
     #[test]
     fn nothing_measured_gives_not_measured_yet_lines() {
-        let report = generate(&Results::default(), &|_| None, "test", "2026-01-01");
+        let report = generate(&Results::default(), &|_| None, "test", "2026-01-01", None);
         assert!(report.readme_dbweight.starts_with("_Not measured yet"));
         assert!(report.readme_nodestore.starts_with("_Not measured yet"));
         assert!(report.markdown.contains("## Which backend for which pattern\n\n_Not measured yet"));
@@ -596,7 +603,7 @@ mod tests {
     #[test]
     fn the_nodestore_table_has_a_ratio_row_under_each_other_backend() {
         let results = synthetic(|_| false);
-        let report = generate(&results, &hits, "test", "2026-01-01");
+        let report = generate(&results, &hits, "test", "2026-01-01", None);
         let md = &report.markdown;
         assert_eq!(md.matches("| ↳ vs `stable_btreemap` |").count(), (BACKENDS.len() - 1) * NODESTORE_SIZES.len());
         let sqlite = md.lines().find(|l| l.starts_with("| `sqlite` | 10,000 | 6,000 |")).unwrap();
@@ -609,7 +616,7 @@ mod tests {
     #[test]
     fn setups_over_the_update_limit_are_flagged_canbench_only() {
         let results = synthetic(|_| false);
-        let report = generate(&results, &hits, "test", "2026-01-01");
+        let report = generate(&results, &hits, "test", "2026-01-01", None);
         // sqlite_rowid at 200,000 keys: 160 B instructions of setup.
         let row =
             report.markdown.lines().find(|l| l.starts_with("| `sqlite_rowid` | trie setup, 200,000 keys |")).unwrap();

@@ -469,7 +469,7 @@ fn canbench_summaries(md: &mut String, canbench: &Results, command: &str, date: 
          summaries, run on `canbench_results.yml` (what canbench 0.7 reports on PocketIC 13): what a \
          reader of canbench's figures alone would conclude.\n"
     );
-    let kv_cb = kv::generate(canbench, &|_| None, command, date);
+    let kv_cb = kv::generate(canbench, &|_| None, command, date, None);
     let _ = writeln!(md, "### IC DbWeight\n\n{}", super::for_docs_page(&kv_cb.readme_dbweight));
     let _ = writeln!(md, "### Which backend for which access pattern\n\n{}", super::for_docs_page(&kv_cb.patterns));
     let rep_cb = super::generate(canbench, None, command, date);

@@ -184,10 +184,16 @@ pub fn tables(size: &Size, model: Model) -> String {
 /// base and the marginal cost of one more operation at n 100 → 1,000, per shape; then how many
 /// writes fit one update.
 pub fn summary(size: &Size) -> String {
+    summary_linking(size, "docs/message-shapes.md")
+}
+
+/// [`summary`], its link to `docs/message-shapes.md` written as `link` (relative to the page that
+/// shows it).
+pub fn summary_linking(size: &Size, link: &str) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "Instructions on mainnet (the memory tracker's page fees included) of one message on the production wasm at {} keys (SQLite under the recommended profile `{}`), uniformly random keys: the message's base (n = 0) + the cost of each further operation at n 100 → 1,000. Skewed and sequential keys, every n, pages and canbench's figures: [docs/message-shapes.md](docs/message-shapes.md).\n",
+        "Instructions on mainnet (the memory tracker's page fees included) of one message on the production wasm at {} keys (SQLite under the recommended profile `{}`), uniformly random keys: the message's base (n = 0) + the cost of each further operation at n 100 → 1,000. Skewed and sequential keys, every n, pages and canbench's figures: [docs/message-shapes.md]({link}).\n",
         grouped(size.keys),
         stablebench_grid::profiles::DEFAULT.name
     );

@@ -56,6 +56,7 @@ const SCALING_MD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.m
 const SCALING_SVG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/scaling.svg");
 const SITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/site");
 const CHIA_PAGES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../chia_pages_results.yml");
+const SHAPES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../message_shapes_results.yml");
 const ENDPOINT_PROFILES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoint_profiles_results.yml");
 const BOUNDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../bounded_heap_results.yml");
 
@@ -158,10 +159,15 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     // tracker); canbench's stand beside them (the pragma report's steps, the site's tables) and in
     // docs/mainnet.md's summaries.
     let rep = report::generate(&ic, Some(report::Beside { canbench: &results }), command, &date);
-    let kv = kv::generate(&ic, &nodestore_hits, command, &date);
+    let shapes: stablebench_report::shapes::Results = yaml(SHAPES);
+    let kv = kv::generate(&ic, &nodestore_hits, command, &date, shapes.sizes.get("1x"));
     // Substrate's w_avg is a constant per operation, which it is under canbench's model only: the
     // README's DbWeight table gives it there (mainnet's per-message costs: message-shapes).
-    let kv_canbench = kv::generate(&results, &nodestore_hits, command, &date);
+    // On mainnet kv.md's DbWeight is per message (base + each further operation), never a w_avg
+    // per operation.
+    let dbweight = kv.markdown.split("## IC DbWeight").nth(1).and_then(|s| s.split("\n## ").next()).unwrap();
+    assert!(dbweight.contains(" + n × ") && !dbweight.contains(" instructions = "), "{dbweight}");
+    let kv_canbench = kv::generate(&results, &nodestore_hits, command, &date, None);
     let sysrepo = sysrepo::generate(&ic, command, &date);
     let chia_pages: chia::PagesResults =
         serde_yaml::from_str(&std::fs::read_to_string(CHIA_PAGES).expect("chia_pages_results.yml"))

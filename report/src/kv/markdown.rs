@@ -25,14 +25,28 @@ pub(super) fn document(
     date: &str,
     patterns: &str,
     dbweight: &str,
+    shapes: Option<&crate::shapes::Size>,
 ) -> String {
     let mut md = String::new();
     intro(&mut md, results.model(), command, date);
     let _ = write!(md, "## Which backend for which pattern\n\n{patterns}\n");
     trie_section(&mut md, results);
     let _ = write!(md, "## IC DbWeight ({} keys)\n\n", grouped(DB_WEIGHT_SIZE));
-    md.push_str(&dbweight_intro());
-    md.push_str(dbweight);
+    match (results.model(), shapes) {
+        // On mainnet an operation has no constant cost: the weight is per message.
+        (Model::Mainnet, Some(size)) if size.keys == DB_WEIGHT_SIZE => {
+            md.push_str(&mainnet_dbweight_intro());
+            md.push_str(&crate::shapes::summary_linking(size, "message-shapes.md"));
+        }
+        (Model::Mainnet, _) => md.push_str(&not_measured(&format!(
+            "message-shape results at {} keys (`message_shapes_results.yml`)",
+            grouped(DB_WEIGHT_SIZE)
+        ))),
+        (Model::Canbench, _) => {
+            md.push_str(&dbweight_intro());
+            md.push_str(dbweight);
+        }
+    }
     md.push('\n');
     upgrade_section(&mut md, results);
     nodestore_section(&mut md, results, hits);
@@ -206,6 +220,19 @@ fn dbweight_intro() -> String {
         grouped(DB_WEIGHT_SIZE),
         prices::SUBNET_NODES,
         grouped(prices::UPDATE_BASE_CYCLES),
+    )
+}
+
+/// What the DbWeight section says on mainnet, before the message-shape table.
+fn mainnet_dbweight_intro() -> String {
+    format!(
+        "Substrate read its `RocksDbWeight` off the w_avg of a read and of a write at 200,000 items: a \
+         constant cost per operation, which is what an operation costs under canbench's model only (those \
+         figures: the README's [IC DbWeight](../README.md#ic-dbweight), every size in \
+         [mainnet.md](mainnet.md#ic-dbweight)). On mainnet a message pays for the 64 KiB pages it touches, \
+         so what shares a message sets what an operation costs: the weight is a message's base and the \
+         cost of each further read or write, measured in messages of n operations at {} keys.\n\n",
+        grouped(DB_WEIGHT_SIZE),
     )
 }
 
@@ -502,9 +529,17 @@ fn one_message_budget(md: &mut String, results: &Results) {
          ### One operation, one message\n\n\
          The trie's reads and writes are what one production message does: a read in a query (limit {}\n\
          instructions), a write, with its commit, in an update (limit {}). Each cell: instructions per\n\
-         operation (w_avg) and its share of that limit.\n\n",
+         operation (w_avg) and its share of that limit{}.\n\n",
         human(query),
-        human(update)
+        human(update),
+        match results.model() {
+            Model::Canbench => String::new(),
+            Model::Mainnet => format!(
+                " (a read iteration is one message of {} reads: its w_avg over them, for that shape only; a write \
+                 iteration is one message)",
+                stablebench_grid::TRIE_QUERY_KEYS
+            ),
+        }
     );
     let limit_of = |op: Op| if matches!(op, Op::TrieRead(_)) { (query, "query") } else { (update, "update") };
     // Every measured cell whose step is one production message, by backend, size and operation.
@@ -550,18 +585,32 @@ fn one_message_budget(md: &mut String, results: &Results) {
                 .max_by(|a, b| a.3.total_cmp(&b.3));
             if let Some((b, size, op, w)) = worst {
                 let (limit, message) = limit_of(*op);
-                let fit = match (limit as f64 / w).floor() {
-                    n if n >= 1.0 => format!("{} of them fit one {message}", approx(n)),
-                    _ => format!("not one fits a {message}"),
+                let fit = match ((limit as f64 / w).floor(), results.model()) {
+                    (n, _) if n < 1.0 => format!("not one fits a {message}"),
+                    // Under canbench's model an operation's cost is a constant, so the limit over it
+                    // counts how many fit.
+                    (n, Model::Canbench) => {
+                        format!(
+                            "{} of them fit one {message}{}",
+                            approx(n),
+                            if reads { "" } else { " as separate commits" }
+                        )
+                    }
+                    // On mainnet a further operation in the same message costs its marginal cost,
+                    // not this figure, which prices the message's pages for its operations alone.
+                    (_, Model::Mainnet) => format!(
+                        "how many fit one {message} together is counted from the marginal cost of one more in a \
+                         message of many ([IC DbWeight](#ic-dbweight-{}-keys)), not from this figure",
+                        DB_WEIGHT_SIZE
+                    ),
                 };
                 let _ = writeln!(
                     md,
-                    "The costliest {kind}: `{}`, {}, {} keys, {} instructions each; {fit}{}.",
+                    "The costliest {kind}: `{}`, {}, {} keys, {} instructions each; {fit}.",
                     b.name(),
                     op_title(*op).to_lowercase(),
                     grouped(*size),
                     int(*w),
-                    if reads { "" } else { " as separate commits" },
                 );
             }
         }
