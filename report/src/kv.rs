@@ -320,7 +320,7 @@ pub fn generate(
     date: &str,
     shapes: Option<&crate::shapes::Size>,
 ) -> KvReport {
-    let (patterns, dbweight) = (markdown::patterns(results), markdown::dbweight_table(results));
+    let (patterns, dbweight) = (markdown::patterns(results, shapes), markdown::dbweight_table(results));
     KvReport {
         markdown: markdown::document(results, hits, command, date, &patterns, &dbweight, shapes),
         trie_svg: charts::trie(results),
@@ -575,7 +575,7 @@ mod tests {
     #[test]
     fn the_patterns_are_computed_from_the_numbers() {
         let results = synthetic(|_| false);
-        let text = markdown::patterns(&results);
+        let text = markdown::patterns(&results, None);
         // heap map (factor 1) against stable_btreemap (factor 2): 2x; sqlite_rowid (8): 8x.
         assert!(text.contains("`heap_btreemap` is the cheapest at 6,000 instructions per read, 2.00x faster than `stable_btreemap` (12,000) and 8.00x faster than `sqlite_rowid` (48,000)"), "{text}");
         assert!(text.contains("**Writes, one put and its commit, cold cache** at 200,000 keys: `heap_btreemap` is the cheapest at 60,000 instructions per write"), "{text}");

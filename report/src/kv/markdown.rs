@@ -824,14 +824,57 @@ fn flag(instructions: u64, limit: u64) -> &'static str {
 }
 
 /// "Which backend for which pattern": sentences computed from the results.
-pub(super) fn patterns(results: &Results) -> String {
+pub(super) fn patterns(results: &Results, shapes: Option<&crate::shapes::Size>) -> String {
     let mut out = String::new();
+    if let (Model::Mainnet, Some(size)) = (results.model(), shapes) {
+        query_read_pattern(&mut out, size);
+    }
     trie_patterns(&mut out, results);
     nodestore_patterns(&mut out, results);
     if out.is_empty() {
         out = not_measured("key-value");
     }
     out
+}
+
+/// Reads as the queries they would be, on mainnet: one query of n uniformly random reads
+/// (`kv_get_many`) at the smallest and the largest n measured, each ranked by the whole message.
+fn query_read_pattern(out: &mut String, size: &crate::shapes::Size) {
+    use crate::shapes::{counts, Model as ShapeModel};
+    use stablebench_grid::shapes::{Pattern, Shape, OPS_PER_MESSAGE};
+    let ns = [OPS_PER_MESSAGE[1], OPS_PER_MESSAGE[OPS_PER_MESSAGE.len() - 1]];
+    let mut parts = Vec::new();
+    for n in ns {
+        let mut v: Vec<(Backend, u64)> = BACKENDS
+            .into_iter()
+            .filter_map(|b| {
+                let c = counts(size, b.name(), ShapeModel::Mainnet, Shape::ReadQuery, Pattern::Uniform)?;
+                Some((b, c.get(&n)?.median))
+            })
+            .collect();
+        v.sort_by_key(|&(b, x)| (x, b.name()));
+        let Some(&(best, best_v)) = v.first() else { return };
+        let others: Vec<String> = v[1..]
+            .iter()
+            .map(|&(b, x)| format!("{} than `{}` ({})", versus(best_v as f64, x as f64), b.name(), grouped(x)))
+            .collect();
+        parts.push(format!(
+            "with {} read{} per query `{}` is the cheapest at {} instructions, {}",
+            grouped(n),
+            if n == 1 { "" } else { "s" },
+            best.name(),
+            grouped(best_v),
+            others.join(", ")
+        ));
+    }
+    let _ = writeln!(
+        out,
+        "- **Reads in a query** at {} keys, the shape a read-only call has (one query of n uniformly random reads, \
+         `kv_get_many`, on mainnet; the whole message): {}. A query costs its caller no cycles; every n: \
+         [docs/message-shapes.md](docs/message-shapes.md).",
+        grouped(size.keys),
+        parts.join("; "),
+    );
 }
 
 /// The patterns the trie cells answer: reads warm and cold, writes, upgrades, the heap.
@@ -858,7 +901,7 @@ fn trie_patterns(out: &mut String, results: &Results) {
     if let Some(s) = ranking(&ranked(|w| w.read_warm), "Reads, warm cache", "instructions per read") {
         let _ = writeln!(
             out,
-            "{s}: a message of 100 random reads priced as an update, divided by its reads (a message of n reads, as a query or in an update: [docs/message-shapes.md](docs/message-shapes.md))."
+            "{s}: a message of 100 random reads priced as an update (as reads inside an update pay), divided by its reads (a message of n reads, as a query or in an update: [docs/message-shapes.md](docs/message-shapes.md))."
         );
     }
     if let Some(s) = ranking(&ranked(|w| w.read_cold), "Reads right after an upgrade (cold)", "instructions per read") {
