@@ -14,7 +14,8 @@
 # vfs        -> target/canister/stablebench_vfs.wasm: the ic-sqlite-vfs canister (vfs/), built for
 #               wasm32-unknown-unknown (no WASI, no wasi2ic), checked against vfs/stablebench_vfs.did.
 # vfs_bench  -> target/canister/stablebench_vfs_bench.wasm: the same with its `__canbench__*` queries
-#               (vfs/canbench.yml).
+#               (vfs/canbench.yml) and without the production-only kv_get_many and kv_put_many,
+#               checked against vfs/stablebench_vfs_bench.did.
 # examples   -> target/canister/example_sqlite.wasm (examples/sqlite: the recommended settings in a
 #               canister to copy; wasm32-wasip1 and wasi2ic, like the production canister) and
 #               example_maps.wasm (examples/maps: StableBTreeMap and a heap map; wasm32-unknown-unknown);
@@ -126,7 +127,7 @@ if [ "$variant" = vfs ] || [ "$variant" = all ]; then
 fi
 if [ "$variant" = vfs_bench ] || [ "$variant" = all ]; then
   build_vfs stablebench_vfs_bench --features canbench
-  check_and_embed stablebench_vfs_bench vfs/stablebench_vfs.did
+  check_and_embed stablebench_vfs_bench vfs/stablebench_vfs_bench.did
 fi
 for example in sqlite maps; do
   case $variant in

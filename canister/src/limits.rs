@@ -29,7 +29,7 @@ pub const QUERY_BUDGET: u64 = 4_000_000_000;
 
 /// A reply may not exceed 2 MiB when the call is replicated (3 MiB for a non-replicated query).
 /// Rows stop below the smaller one, leaving room for the Candid header and column names.
-pub const MAX_REPLY_BYTES: u64 = 2_000_000;
+pub const MAX_REPLY_BYTES: u64 = stablebench_grid::api::MAX_REPLY_BYTES;
 
 // The budgets must leave room below the limits they guard.
 const _: () = assert!(

@@ -163,3 +163,8 @@ pub enum Commit {
 
 /// The most keys one `kv_get_many` call reads, and entries one `kv_put_many` call writes.
 pub const MAX_KEYS_PER_CALL: usize = 10_000;
+
+/// The bytes of rows or values a reply carries at most: under the 2 MiB reply limit of a
+/// replicated call (`ic::MAX_UPDATE_REPLY_BYTES`), with room left for the Candid header, column
+/// names and per-value tags.
+pub const MAX_REPLY_BYTES: u64 = 2_000_000;

@@ -13,6 +13,17 @@
 
 use crate::cells::{Backend, DB_WEIGHT_SIZE};
 
+/// The backends measured: the production canister's four key-value backends
+/// (`crate::cells::BACKENDS`), then the ic-sqlite-vfs canister's rowid table (its own
+/// `kv_get_many` and `kv_put_many`, without a backend argument).
+pub const BACKENDS: [Backend; 5] = [
+    crate::cells::BACKENDS[0],
+    crate::cells::BACKENDS[1],
+    crate::cells::BACKENDS[2],
+    crate::cells::BACKENDS[3],
+    Backend::SqliteVfsRowid,
+];
+
 /// Operations per message: 0 (the base: the message with nothing to do), then 1 to 1,000.
 pub const OPS_PER_MESSAGE: [u64; 5] = [0, 1, 10, 100, 1_000];
 
@@ -119,9 +130,11 @@ impl Shape {
     }
 
     /// Whether `backend` has this shape: one commit per entry only where the backend commits
-    /// (SQLite); a map's n puts in one message are [`Shape::WriteOneTransaction`].
+    /// (SQLite, on either canister); a map's n puts in one message are
+    /// [`Shape::WriteOneTransaction`].
     pub fn applies_to(self, backend: Backend) -> bool {
-        self != Shape::WriteEachCommitted || matches!(backend, Backend::Sqlite | Backend::SqliteRowid)
+        self != Shape::WriteEachCommitted
+            || matches!(backend, Backend::Sqlite | Backend::SqliteRowid | Backend::SqliteVfsRowid)
     }
 }
 
@@ -143,10 +156,10 @@ mod tests {
 
     #[test]
     fn one_commit_per_entry_is_sqlite_only() {
-        let each: Vec<Backend> =
-            crate::cells::BACKENDS.into_iter().filter(|&b| Shape::WriteEachCommitted.applies_to(b)).collect();
-        assert_eq!(each, [Backend::Sqlite, Backend::SqliteRowid]);
-        assert!(crate::cells::BACKENDS.into_iter().all(|b| Shape::ReadQuery.applies_to(b)));
+        let each: Vec<Backend> = BACKENDS.into_iter().filter(|&b| Shape::WriteEachCommitted.applies_to(b)).collect();
+        assert_eq!(each, [Backend::Sqlite, Backend::SqliteRowid, Backend::SqliteVfsRowid]);
+        assert!(BACKENDS.into_iter().all(|b| Shape::ReadQuery.applies_to(b)));
+        assert_eq!(BACKENDS[..4], crate::cells::BACKENDS, "the production canister's four, then ic-sqlite-vfs");
     }
 
     #[test]

@@ -46,8 +46,10 @@ fn the_production_canisters_did_is_what_its_wasm_generates() {
     matches("stablebench", "canister/stablebench.did");
 }
 
-/// (Its benchmark wasm generates canbench's `__canbench__*` queries too, which the `.did` does not
-/// list: `scripts/build.sh` checks that wasm's methods against the file with those hidden.)
+/// (Its benchmark wasm generates canbench's `__canbench__*` queries too, which its `.did`,
+/// `vfs/stablebench_vfs_bench.did`, does not list: `scripts/build.sh` checks that wasm's methods
+/// against the file with those hidden, and the crate's `did_file` test with `canbench` checks the
+/// file against the code natively.)
 #[test]
 fn the_ic_sqlite_vfs_canisters_did_is_what_its_wasm_generates() {
     matches("stablebench_vfs", "vfs/stablebench_vfs.did");

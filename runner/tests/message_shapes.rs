@@ -1,7 +1,9 @@
 //! What a message of n key-value operations costs, per backend and key pattern: the production
 //! wasm's `kv_get_many` (a query, and the same reads priced as in an update) and `kv_put_many`
 //! (one transaction, or one commit per entry) at the operation counts and patterns declared in
-//! `stablebench_grid::shapes`, under both cost models, with each message's pages.
+//! `stablebench_grid::shapes`, under both cost models, with each message's pages. The
+//! ic-sqlite-vfs canister's production wasm has the same two endpoints over its rowid table
+//! (without a backend argument), measured the same way (`sqlite_vfs_rowid`).
 //!
 //! Each backend is installed and loaded once (`kv_load`, the trie data set of seed 50, under the
 //! ic model as on mainnet); each model then measures every shape from a fork of that state, in
@@ -12,12 +14,12 @@
 //! the README's `message-shapes` block); the test fails when a rerun differs at all (the runner is
 //! deterministic). Regenerate with
 //! `STABLEBENCH_REGENERATE_SHAPES=1 cargo test --release -p stablebench-runner --test message_shapes`.
-//! With `STABLEBENCH_SHAPES_10X=1` it measures ten times the keys too (2,000,000: about 15
+//! With `STABLEBENCH_SHAPES_10X=1` it measures ten times the keys too (2,000,000: about 12
 //! minutes, not in CI); without it the committed 10x figures are kept, and refused unless the
 //! SHA-256 of the wasm recorded beside them is that of the file this run would measure.
 
 mod common;
-use common::{code, decode};
+use common::code;
 
 use std::collections::BTreeMap;
 
@@ -28,10 +30,11 @@ use serde_bytes::ByteBuf;
 use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::Key;
 use stablebench_canister::{Commit, Cost, Error, KvBackend};
-use stablebench_grid::cells::{Backend, BACKENDS};
+use stablebench_grid::api::vfs::Error as VfsError;
+use stablebench_grid::cells::Backend;
 use stablebench_grid::ic::page_fees::WRITE;
 use stablebench_grid::shapes::{
-    Pattern, Shape, MESSAGES_PER_POINT, OPS_PER_MESSAGE, SHAPES_SEED, SIZES, ZIPF_EXPONENT,
+    Pattern, Shape, BACKENDS, MESSAGES_PER_POINT, OPS_PER_MESSAGE, SHAPES_SEED, SIZES, ZIPF_EXPONENT,
 };
 use stablebench_grid::KV_SEED;
 use stablebench_report::shapes::{Counts, Models, Point, Results, Shapes, Size};
@@ -41,7 +44,7 @@ use stablebench_runner::replica::CostModel;
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../message_shapes_results.yml");
 const PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/message-shapes.md");
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
-const WASM_FILES: [&str; 1] = ["stablebench.wasm"];
+const WASM_FILES: [&str; 2] = ["stablebench.wasm", "stablebench_vfs.wasm"];
 const REGENERATE: &str = "STABLEBENCH_REGENERATE_SHAPES=1 STABLEBENCH_SHAPES_10X=1";
 
 /// A seeded stream per (pattern, shape, operation count, message). Both read shapes read the same
@@ -112,31 +115,81 @@ impl Data {
     }
 }
 
-fn install_and_load(backend: Backend, data: &Data) -> Canister {
-    let kb = KvBackend::try_from(backend).unwrap();
-    let opts = Options { cost_model: CostModel::Ic, ..Options::default() };
-    let (mut c, _) = Canister::install(code(), &common::unit(), opts).expect("installs");
-    common::kv_load_all(&mut c, kb, data.set.size);
-    c
+/// The canister a backend's messages go to: one of the production canister's backends (named in
+/// every call), or the ic-sqlite-vfs canister's one table (`kv_get_many(keys)`,
+/// `kv_put_many(entries, commit)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Target {
+    Canister(KvBackend),
+    Vfs,
 }
 
-fn get_many(c: &mut Canister, kb: KvBackend, keys: &[Key], in_update: bool) -> (Outcome, Vec<Option<Vec<u8>>>) {
-    let keys: Vec<ByteBuf> = keys.iter().map(|k| ByteBuf::from(k.to_vec())).collect();
-    let arg = candid::encode_args((kb, keys)).unwrap();
+impl Target {
+    fn of(backend: Backend) -> Target {
+        match backend {
+            Backend::SqliteVfsRowid => Target::Vfs,
+            b => Target::Canister(KvBackend::try_from(b).unwrap()),
+        }
+    }
+
+    fn install_and_load(self, data: &Data) -> Canister {
+        let opts = Options { cost_model: CostModel::Ic, ..Options::default() };
+        let code = if self == Target::Vfs { common::vfs_code() } else { code() };
+        let (mut c, _) = Canister::install(code, &common::unit(), opts).expect("installs");
+        match self {
+            Target::Canister(kb) => common::kv_load_all(&mut c, kb, data.set.size),
+            Target::Vfs => common::vfs_load_all(&mut c, data.set.size),
+        }
+        c
+    }
+
+    fn get_arg(self, keys: &[Key]) -> Vec<u8> {
+        let keys: Vec<ByteBuf> = keys.iter().map(|k| ByteBuf::from(k.to_vec())).collect();
+        match self {
+            Target::Canister(kb) => candid::encode_args((kb, keys)).unwrap(),
+            Target::Vfs => candid::encode_one(keys).unwrap(),
+        }
+    }
+
+    fn put_arg(self, entries: &[(Key, Vec<u8>)], commit: Commit) -> Vec<u8> {
+        self.put_arg_of(
+            entries.iter().map(|(k, v)| (ByteBuf::from(k.to_vec()), ByteBuf::from(v.clone()))).collect(),
+            commit,
+        )
+    }
+
+    /// [`Target::put_arg`] of entries as sent (a key of any length).
+    fn put_arg_of(self, entries: Vec<(ByteBuf, ByteBuf)>, commit: Commit) -> Vec<u8> {
+        match self {
+            Target::Canister(kb) => candid::encode_args((kb, entries, commit)).unwrap(),
+            Target::Vfs => candid::encode_args((entries, commit)).unwrap(),
+        }
+    }
+
+    /// A reply's `Ok` value; its `Err` as text.
+    fn ok<T: candid::CandidType + serde::de::DeserializeOwned>(self, out: &Outcome, what: &str) -> Result<T, String> {
+        let bytes = out.result.as_ref().unwrap_or_else(|e| panic!("{what} replies: {e:?}"));
+        match self {
+            Target::Canister(_) => candid::decode_one::<Result<T, Error>>(bytes).unwrap().map_err(|e| format!("{e:?}")),
+            Target::Vfs => candid::decode_one::<Result<T, VfsError>>(bytes).unwrap().map_err(|e| format!("{e:?}")),
+        }
+    }
+}
+
+fn get_many(c: &mut Canister, t: Target, keys: &[Key], in_update: bool) -> (Outcome, Vec<Option<Vec<u8>>>) {
+    let arg = t.get_arg(keys);
     let out = if in_update {
         c.query_priced_as_update("kv_get_many", &arg, default_controller())
     } else {
         c.query("kv_get_many", &arg, default_controller())
     };
-    let values: Result<Vec<Option<ByteBuf>>, Error> =
-        candid::decode_one(out.result.as_ref().expect("kv_get_many replies")).unwrap();
-    let values = values.expect("kv_get_many").into_iter().map(|v| v.map(ByteBuf::into_vec)).collect();
-    (out, values)
+    let values: Vec<Option<ByteBuf>> = t.ok(&out, "kv_get_many").expect("kv_get_many");
+    (out, values.into_iter().map(|v| v.map(ByteBuf::into_vec)).collect())
 }
 
 /// Every shape of one backend under `model`, from `loaded`'s state.
 fn measure(loaded: &mut Canister, backend: Backend, data: &Data, model: CostModel) -> Shapes {
-    let kb = KvBackend::try_from(backend).unwrap();
+    let t = Target::of(backend);
     let mut c = loaded.fork().expect("forks");
     c.set_cost_model(model).unwrap();
     let mut shapes = Shapes::new();
@@ -152,21 +205,13 @@ fn measure(loaded: &mut Canister, backend: Backend, data: &Data, model: CostMode
                         let out = if shape.writes() {
                             let entries = data.writes(pattern, shape, n, m);
                             let commit = if shape == Shape::WriteEachCommitted { Commit::Each } else { Commit::One };
-                            let arg: Vec<(ByteBuf, ByteBuf)> = entries
-                                .iter()
-                                .map(|(k, v)| (ByteBuf::from(k.to_vec()), ByteBuf::from(v.clone())))
-                                .collect();
-                            let out = c.update(
-                                "kv_put_many",
-                                &candid::encode_args((kb, arg, commit)).unwrap(),
-                                default_controller(),
-                            );
+                            let out = c.update("kv_put_many", &t.put_arg(&entries, commit), default_controller());
                             let cost = (out.instructions, out.pages);
-                            decode::<Result<Cost, Error>>(out, "kv_put_many").expect("kv_put_many");
+                            t.ok::<Cost>(&out, "kv_put_many").expect("kv_put_many");
                             // The last write of each key is what reads back (zipf repeats keys).
                             let last: BTreeMap<Key, &Vec<u8>> = entries.iter().map(|(k, v)| (*k, v)).collect();
                             let keys: Vec<Key> = last.keys().copied().collect();
-                            let (_, got) = get_many(&mut c, kb, &keys, false);
+                            let (_, got) = get_many(&mut c, t, &keys, false);
                             let want: Vec<Option<Vec<u8>>> = last.values().map(|v| Some((*v).clone())).collect();
                             assert_eq!(
                                 got,
@@ -181,11 +226,11 @@ fn measure(loaded: &mut Canister, backend: Backend, data: &Data, model: CostMode
                             let idx = data.indices(pattern, shape, n, m);
                             let keys: Vec<Key> = idx.iter().map(|&i| data.set.entry(i).0).collect();
                             let in_update = shape == Shape::ReadInUpdate;
-                            let (out, got) = get_many(&mut c, kb, &keys, in_update);
+                            let (out, got) = get_many(&mut c, t, &keys, in_update);
                             if in_update {
                                 // The query's own execution (the same keys and state), plus the
                                 // write fee of every page it wrote, exactly.
-                                let (q, _) = get_many(&mut c, kb, &keys, false);
+                                let (q, _) = get_many(&mut c, t, &keys, false);
                                 let fee = if model == CostModel::Ic { q.pages.written() * WRITE } else { 0 };
                                 assert_eq!(
                                     (out.instructions, out.pages),
@@ -221,7 +266,7 @@ fn measure_size(keys: u64) -> Size {
     let backends = BACKENDS
         .iter()
         .map(|&b| {
-            let mut loaded = install_and_load(b, &data);
+            let mut loaded = Target::of(b).install_and_load(&data);
             let models = Models {
                 canbench: measure(&mut loaded, b, &data, CostModel::Canbench),
                 mainnet: measure(&mut loaded, b, &data, CostModel::Ic),
@@ -276,38 +321,43 @@ fn sequential_and_zipf_draws_are_what_they_say() {
 
 #[test]
 fn kv_get_many_and_kv_put_many_refuse_bad_input_and_change_nothing() {
-    let (mut c, _) = Canister::install(code(), &common::unit(), Options::default()).expect("installs");
-    let kb = KvBackend::Sqlite;
-    let put = |c: &mut Canister, entries: Vec<(ByteBuf, ByteBuf)>, who| {
-        decode::<Result<Cost, Error>>(
-            c.update("kv_put_many", &candid::encode_args((kb, entries, Commit::Each)).unwrap(), who),
-            "kv_put_many",
-        )
-    };
-    let good = (ByteBuf::from(vec![1u8; 32]), ByteBuf::from(vec![7u8; 4]));
-    let short = (ByteBuf::from(vec![2u8; 31]), ByteBuf::from(vec![7u8; 4]));
-    assert!(matches!(put(&mut c, vec![good.clone(), short], default_controller()), Err(Error::InvalidArgument { .. })));
-    assert!(matches!(
-        put(&mut c, vec![good.clone()], candid::Principal::anonymous()),
-        Err(Error::NotController { .. })
-    ));
-    let too_many = vec![good.clone(); stablebench_canister::MAX_KEYS_PER_CALL + 1];
-    assert!(matches!(put(&mut c, too_many, default_controller()), Err(Error::InvalidArgument { .. })));
-    let (_, got) = get_many(&mut c, kb, &[[1u8; 32]], false);
-    assert_eq!(got, vec![None], "a refused write wrote nothing");
-    put(&mut c, vec![good], default_controller()).expect("a good write");
-    let (_, got) = get_many(&mut c, kb, &[[1u8; 32], [3u8; 32]], false);
-    assert_eq!(got, vec![Some(vec![7u8; 4]), None]);
-    // A reply over the limit is refused, not trapped: 20 values of 100 KiB.
-    let big: Vec<(ByteBuf, ByteBuf)> =
-        (0..20u8).map(|i| (ByteBuf::from(vec![i + 10; 32]), ByteBuf::from(vec![0u8; 100_000]))).collect();
-    put(&mut c, big, default_controller()).expect("twenty large values");
-    let keys: Vec<ByteBuf> = (0..20u8).map(|i| ByteBuf::from(vec![i + 10; 32])).collect();
-    let out = c.query("kv_get_many", &candid::encode_args((kb, keys)).unwrap(), default_controller());
-    assert!(matches!(
-        decode::<Result<Vec<Option<ByteBuf>>, Error>>(out, "kv_get_many"),
-        Err(Error::ReplyTooLarge { .. })
-    ));
+    for t in [Target::Canister(KvBackend::Sqlite), Target::Vfs] {
+        let code = if t == Target::Vfs { common::vfs_code() } else { code() };
+        let (mut c, _) = Canister::install(code, &common::unit(), Options::default()).expect("installs");
+        let put = |c: &mut Canister, entries: &[(Key, Vec<u8>)], who| {
+            t.ok::<Cost>(&c.update("kv_put_many", &t.put_arg(entries, Commit::Each), who), "kv_put_many")
+        };
+        let refused = |r: Result<Cost, String>, variant: &str| {
+            let e = r.expect_err("refused");
+            assert!(e.starts_with(variant), "{t:?}: {e} is not {variant}");
+        };
+        let good = ([1u8; 32], vec![7u8; 4]);
+        // A short key among good entries: checked before anything is written.
+        let entry = |k: Vec<u8>| (ByteBuf::from(k), ByteBuf::from(vec![7u8; 4]));
+        let short = t.put_arg_of(vec![entry(vec![1u8; 32]), entry(vec![2u8; 31])], Commit::Each);
+        let short = c.update("kv_put_many", &short, default_controller());
+        refused(t.ok::<Cost>(&short, "kv_put_many"), "InvalidArgument");
+        refused(put(&mut c, std::slice::from_ref(&good), candid::Principal::anonymous()), "NotController");
+        let too_many = vec![good.clone(); stablebench_canister::MAX_KEYS_PER_CALL + 1];
+        refused(put(&mut c, &too_many, default_controller()), "InvalidArgument");
+        if t == Target::Vfs {
+            let huge = ([4u8; 32], vec![0u8; stablebench_grid::api::vfs::MAX_VALUE_BYTES + 1]);
+            refused(put(&mut c, &[good.clone(), huge], default_controller()), "InvalidArgument");
+        }
+        let (_, got) = get_many(&mut c, t, &[[1u8; 32]], false);
+        assert_eq!(got, vec![None], "{t:?}: a refused write wrote nothing");
+        put(&mut c, &[good], default_controller()).expect("a good write");
+        let (_, got) = get_many(&mut c, t, &[[1u8; 32], [3u8; 32]], false);
+        assert_eq!(got, vec![Some(vec![7u8; 4]), None], "{t:?}");
+        // A reply over the limit is refused, not trapped: 20 values of 100 KiB.
+        let big: Vec<(Key, Vec<u8>)> = (0..20u8).map(|i| ([i + 10; 32], vec![0u8; 100_000])).collect();
+        put(&mut c, &big, default_controller()).expect("twenty large values");
+        let keys: Vec<Key> = big.iter().map(|(k, _)| *k).collect();
+        let out = c.query("kv_get_many", &t.get_arg(&keys), default_controller());
+        let e = t.ok::<Vec<Option<ByteBuf>>>(&out, "kv_get_many").expect_err("refused");
+        let want = if t == Target::Vfs { "InvalidArgument" } else { "ReplyTooLarge" };
+        assert!(e.starts_with(want), "{t:?}: {e}");
+    }
 }
 
 #[test]

@@ -28,7 +28,7 @@
 //! `kv_load`.
 
 mod common;
-use common::{bench_code, code, decode, unit, MAINNET_CHARGES};
+use common::{bench_code, code, decode, unit, vfs_code, MAINNET_CHARGES};
 
 use std::collections::BTreeMap;
 
@@ -36,15 +36,13 @@ use stablebench::kv::gen::TrieDataset;
 use stablebench::kv::sqlite::Layout;
 use stablebench_canister::{Batch, Cost, Error, InitArgs, KvBackend};
 use stablebench_report::{kv, results::Model, results::Results as CanbenchResults};
-use std::sync::{Arc, OnceLock};
 
 use serde_bytes::ByteBuf;
 use stablebench_grid::cells::{Backend, Cache, Op, BACKENDS, DB_WEIGHT_SIZE};
 use stablebench_grid::profiles::{Profile, DEFAULT, PROFILES};
 use stablebench_grid::KV_SEED;
-use stablebench_runner::canister::{default_controller, Canister, Code, Options, Outcome};
+use stablebench_runner::canister::{default_controller, Canister, Options, Outcome};
 use stablebench_runner::host::PageCounts;
-use stablebench_runner::instrument::Metering;
 use stablebench_runner::replica::CostModel;
 
 /// Calls of each kind measured per backend.
@@ -53,30 +51,13 @@ const CALLS: u64 = 20;
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
 const MAINNET_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../mainnet_results.yml");
 const VFS_MAINNET_RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../vfs/mainnet_results.yml");
-const VFS_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_vfs.wasm");
-
-/// The ic-sqlite-vfs canister's production wasm (`scripts/build.sh vfs`).
-fn vfs_code() -> Arc<Code> {
-    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
-    CODE.get_or_init(|| {
-        assert!(std::path::Path::new(VFS_WASM).exists(), "{VFS_WASM} is missing: run scripts/build.sh vfs first");
-        Code::from_file(VFS_WASM.as_ref(), Metering::On).expect("the ic-sqlite-vfs wasm loads")
-    })
-    .clone()
-}
 
 /// The ic-sqlite-vfs canister's rowid table, measured as [`measure`] measures ic-rusqlite's.
 fn measure_vfs(keys: u64, model: CostModel) -> PerCall {
-    use stablebench_grid::api::vfs::{Error, MAX_LOAD_PER_CALL};
+    use stablebench_grid::api::vfs::Error;
     let (mut c, _) = Canister::install(vfs_code(), &unit(), options(model)).expect("installs");
     let data = TrieDataset::new(keys, KV_SEED).unwrap();
-    let mut offset = 0;
-    while offset < keys {
-        let count = MAX_LOAD_PER_CALL.min(keys - offset);
-        let arg = candid::encode_args((keys, offset, count)).unwrap();
-        offset =
-            decode::<Result<u64, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load").expect("kv_load");
-    }
+    common::vfs_load_all(&mut c, keys);
     let out = c.query("kv_len", &unit(), default_controller());
     let len_cost = cost(&out);
     let len: u64 = decode::<Result<u64, Error>>(out, "kv_len").unwrap();
@@ -305,8 +286,12 @@ struct Results {
     wasm: BTreeMap<String, BTreeMap<String, String>>,
 }
 
-/// What the calls and their floors run.
+/// What the calls and their floors run (the `1x` and `10x` parts).
 const WASM_FILES: [&str; 3] = ["stablebench.wasm", "stablebench_bench.wasm", "stablebench_vfs.wasm"];
+
+/// What the profile sweep runs (ic-rusqlite's SQLite backends only: the ic-sqlite-vfs canister
+/// has no profiles to sweep), so that only these files' changes refuse its kept figures.
+const PROFILES_WASM_FILES: [&str; 2] = ["stablebench.wasm", "stablebench_bench.wasm"];
 
 fn floor(model: CostModel) -> u64 {
     let (mut c, _) = Canister::install(code(), &unit(), options(model)).expect("installs");
@@ -743,6 +728,7 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
     let ten_x = std::env::var_os("STABLEBENCH_PER_CALL_10X").is_some();
     let profiles = std::env::var_os("STABLEBENCH_PER_CALL_PROFILES").is_some();
     let wasms = common::wasm_hashes(&WASM_FILES);
+    let profile_wasms = common::wasm_hashes(&PROFILES_WASM_FILES);
     let mut measured = Results {
         keys: DB_WEIGHT_SIZE,
         canbench: Measured::at(DB_WEIGHT_SIZE, CostModel::Canbench, ten_x),
@@ -756,7 +742,7 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
     if profiles {
         measured.canbench.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Canbench);
         measured.mainnet.profiles = Measured::profiles(DB_WEIGHT_SIZE, CostModel::Ic);
-        measured.wasm.insert("profiles".into(), wasms.clone());
+        measured.wasm.insert("profiles".into(), profile_wasms.clone());
     }
     for (model, m) in [("canbench", &measured.canbench), ("mainnet", &measured.mainnet)] {
         for (name, p) in m.backends.iter().chain(m.ten_x.iter().flat_map(|t| &t.backends)) {
@@ -786,15 +772,16 @@ fn one_call_per_backend_costs_what_the_committed_results_say() {
     // measure: regenerating without them after the wasm moved would write figures the check
     // refuses, so it fails here too.
     if let Some(c) = &committed {
-        for (part, kept, present) in
-            [("10x", !ten_x, c.canbench.ten_x.is_some()), ("profiles", !profiles, !c.canbench.profiles.is_empty())]
-        {
+        for (part, kept, present, current) in [
+            ("10x", !ten_x, c.canbench.ten_x.is_some(), &wasms),
+            ("profiles", !profiles, !c.canbench.profiles.is_empty(), &profile_wasms),
+        ] {
             if kept && present {
                 common::assert_measured_on(
                     "per_call_results.yml",
                     part,
                     c.wasm.get(part),
-                    &wasms,
+                    current,
                     "STABLEBENCH_REGENERATE_PER_CALL=1 STABLEBENCH_PER_CALL_10X=1 STABLEBENCH_PER_CALL_PROFILES=1",
                 );
             }

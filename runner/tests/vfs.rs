@@ -3,26 +3,13 @@
 //! runner: writes, the errors that change nothing, and an upgrade that keeps every row.
 
 mod common;
-use common::{decode, unit};
-
-use std::sync::{Arc, OnceLock};
+use common::{decode, unit, vfs_code};
 
 use candid::Principal;
 use serde_bytes::ByteBuf;
 use stablebench_grid::api::vfs::{Error, MAX_VALUE_BYTES};
 use stablebench_grid::api::Cost;
-use stablebench_runner::canister::{default_controller, Canister, Code, Options};
-use stablebench_runner::instrument::Metering;
-
-fn vfs_code() -> Arc<Code> {
-    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
-    CODE.get_or_init(|| {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_vfs.wasm");
-        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh vfs first");
-        Code::from_file(path.as_ref(), Metering::On).expect("the ic-sqlite-vfs canister wasm loads")
-    })
-    .clone()
-}
+use stablebench_runner::canister::{default_controller, Canister, Options};
 
 fn key(i: u32) -> ByteBuf {
     let mut k = [0u8; 32];

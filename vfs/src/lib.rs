@@ -9,11 +9,11 @@
 //!
 //! - With `--features canbench`: one `__canbench__<name>` query per cell of the grid whose
 //!   backend is `sqlite_vfs` or `sqlite_vfs_rowid` (`vfs/canbench.yml`, `vfs/canbench_results.yml`).
-//! - Always: a key-value API over the rowid layout (`kv_put`, controllers only; `kv_get`,
-//!   `kv_len`), for per-call costs and the end-to-end tests (`stablebench_vfs.did`).
+//! - A key-value API over the rowid layout (`kv_put`, controllers only; `kv_get`, `kv_len`;
+//!   without `canbench`, `kv_get_many` and `kv_put_many` too, `kv_many.rs`): `stablebench_vfs.did`.
 
 use serde_bytes::ByteBuf;
-use stablebench_grid::api::Cost;
+pub use stablebench_grid::api::{Commit, Cost};
 
 #[cfg(all(feature = "canbench", target_arch = "wasm32"))]
 mod benches;
@@ -65,12 +65,12 @@ mod kv {
 
     use crate::store::{read, write, VfsKv};
 
-    const LAYOUT: Layout = Layout::Rowid;
+    pub const LAYOUT: Layout = Layout::Rowid;
 
     thread_local! {
         /// Whether this instance knows the table exists (an update created or found it). A
         /// query's heap changes are discarded, so only updates (`post_upgrade` included) set it.
-        static TABLE: Cell<bool> = const { Cell::new(false) };
+        pub static TABLE: Cell<bool> = const { Cell::new(false) };
     }
 
     pub fn put(key: &Key, value: &[u8]) -> stablebench::Result<()> {
@@ -92,7 +92,7 @@ mod kv {
     }
 
     /// Runs `f` over the table in one `Db::query`, or answers `missing` if there is no table.
-    fn reading<T>(missing: T, f: impl FnOnce(&mut SqliteKv) -> stablebench::Result<T>) -> stablebench::Result<T> {
+    pub fn reading<T>(missing: T, f: impl FnOnce(&mut SqliteKv) -> stablebench::Result<T>) -> stablebench::Result<T> {
         let known = TABLE.get();
         read(
             |conn| {
@@ -236,18 +236,24 @@ fn instructions() -> u64 {
     }
 }
 
-// In the wasm (its `candid:service`), and natively only for the `.did` test: a native rlib that
-// exported `get_candid_pointer` too would clash with the ic-rusqlite canister's in the runner's
-// tests, which link both crates for their types.
+#[cfg(not(feature = "canbench"))] // Before `export_candid!`, which lists the methods defined before it.
+mod kv_many;
+// In the wasm, and natively for the `.did` test only (a native rlib's `get_candid_pointer` would clash).
 #[cfg(any(target_arch = "wasm32", test))]
 ic_cdk::export_candid!();
 
 #[cfg(test)]
 mod tests {
-    /// The committed interface is the one the code exports (`STABLEBENCH_REGENERATE_DID=1` rewrites it).
+    /// The committed interface is the one the code exports (`STABLEBENCH_REGENERATE_DID=1` rewrites
+    /// it): the production canister's, or with `canbench` the benchmark canister's (without
+    /// `kv_many`'s two methods).
     #[test]
     fn did_file() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/stablebench_vfs.did");
+        let path = if cfg!(feature = "canbench") {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/stablebench_vfs_bench.did")
+        } else {
+            concat!(env!("CARGO_MANIFEST_DIR"), "/stablebench_vfs.did")
+        };
         let exported = super::__export_service();
         if std::env::var_os("STABLEBENCH_REGENERATE_DID").is_some() {
             std::fs::write(path, &exported).expect("writing the .did");
@@ -255,7 +261,7 @@ mod tests {
         let committed = std::fs::read_to_string(path).expect("reading the .did");
         assert_eq!(
             committed, exported,
-            "stablebench_vfs.did is stale: STABLEBENCH_REGENERATE_DID=1 cargo test -p stablebench-vfs did_file"
+            "{path} is stale: STABLEBENCH_REGENERATE_DID=1 cargo test -p stablebench-vfs [--features canbench] did_file"
         );
     }
 }

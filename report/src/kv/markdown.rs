@@ -382,7 +382,11 @@ fn nodestore_section(md: &mut String, results: &Results, hits: &dyn Fn(u64) -> O
          memory tracker only for the pages no earlier phase of the message touched: a later phase's\n\
          figure (a random fetch after the inserts, for one) is a marginal cost inside that message, not what\n\
          the same phase would cost as a message of its own, and `fetch_50_50_intended`, a phase rippled\n\
-         does not have, changes which pages the phases after it pay for. Phases as messages of their own:\n\
+         does not have, changes which pages the phases after it pay for. They share one message because\n\
+         each phase is a canbench-rs scope of one benchmark (rippled's phases are parts of one test over\n\
+         one open database); to price them apart the benchmark would have to end its message between\n\
+         phases, as sysrepo's tries do (each a step the runner prices as a message of its own), which\n\
+         it does not yet. Reads and writes as messages of their own:\n\
          [message-shapes.md](message-shapes.md) has n reads and n writes per message.\n\n\
          ![Instructions per operation per NodeStore phase](kv_nodestore.svg)\n\n",
         BASELINE.name()
@@ -841,11 +845,11 @@ pub(super) fn patterns(results: &Results, shapes: Option<&crate::shapes::Size>) 
 /// (`kv_get_many`) at the smallest and the largest n measured, each ranked by the whole message.
 fn query_read_pattern(out: &mut String, size: &crate::shapes::Size) {
     use crate::shapes::{counts, Model as ShapeModel};
-    use stablebench_grid::shapes::{Pattern, Shape, OPS_PER_MESSAGE};
+    use stablebench_grid::shapes::{Pattern, Shape, BACKENDS as SHAPE_BACKENDS, OPS_PER_MESSAGE};
     let ns = [OPS_PER_MESSAGE[1], OPS_PER_MESSAGE[OPS_PER_MESSAGE.len() - 1]];
     let mut parts = Vec::new();
     for n in ns {
-        let mut v: Vec<(Backend, u64)> = BACKENDS
+        let mut v: Vec<(Backend, u64)> = SHAPE_BACKENDS
             .into_iter()
             .filter_map(|b| {
                 let c = counts(size, b.name(), ShapeModel::Mainnet, Shape::ReadQuery, Pattern::Uniform)?;
@@ -995,7 +999,7 @@ fn nodestore_patterns(out: &mut String, results: &Results) {
         if let Some((best, v)) = fetch.first() {
             let _ = writeln!(
                 out,
-                "- **Random fetches** (NodeStore, {} objects of 1-2 KiB): `{}` is the cheapest at {} instructions per fetch.",
+                "- **Random fetches** (NodeStore, {} objects of 1-2 KiB): `{}` is the cheapest at {} instructions per fetch, in the fetch phase that follows the inserts inside one message (the pages the inserts touched are paid for already: a read in a message of its own pays for its pages, `docs/message-shapes.md`).",
                 grouped(n),
                 best.name(),
                 int(*v)

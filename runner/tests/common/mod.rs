@@ -27,6 +27,31 @@ pub fn code() -> Arc<Code> {
     .clone()
 }
 
+/// `target/canister/stablebench_vfs.wasm`: the ic-sqlite-vfs canister (built by
+/// `scripts/build.sh vfs`), instrumented and compiled once per test binary.
+pub fn vfs_code() -> Arc<Code> {
+    static CODE: OnceLock<Arc<Code>> = OnceLock::new();
+    CODE.get_or_init(|| {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_vfs.wasm");
+        assert!(std::path::Path::new(path).exists(), "{path} is missing: run scripts/build.sh vfs first");
+        Code::from_file(path.as_ref(), Metering::On).expect("the ic-sqlite-vfs canister wasm loads")
+    })
+    .clone()
+}
+
+/// The ic-sqlite-vfs canister's `kv_load` of the whole trie data set of `keys` keys (with its
+/// warm-ups), `MAX_LOAD_PER_CALL` entries per call.
+pub fn vfs_load_all(c: &mut Canister, keys: u64) {
+    use stablebench_grid::api::vfs::{Error, MAX_LOAD_PER_CALL};
+    let mut offset = 0;
+    while offset < keys {
+        let count = MAX_LOAD_PER_CALL.min(keys - offset);
+        let arg = candid::encode_args((keys, offset, count)).unwrap();
+        offset =
+            decode::<Result<u64, Error>>(c.update("kv_load", &arg, default_controller()), "kv_load").expect("kv_load");
+    }
+}
+
 /// The SHA-256 (hex) of each named file of `target/canister/` (built by scripts/build.sh), by
 /// name: recorded beside figures a test keeps without remeasuring them (the 10x columns), which it
 /// accepts only while these are the files it would measure.
