@@ -106,6 +106,14 @@ check_and_embed() {
   # `stablebench-runner bench --profile`; custom sections cost no instructions.
   local keep=()
   case $name in stablebench_bench|stablebench_vfs_bench) keep=(--keep-name-section) ;; esac
+  # The production wasm files drop their names; a copy that keeps them (the same module by the
+  # same ic-wasm pass, so the same function indices: runner/tests/page_regions.rs checks that
+  # the code is byte for byte the same) names the functions in their page profiles.
+  case $name in
+    stablebench|stablebench_vfs)
+      "$IC_WASM" "$OUT_DIR/$name.wasm" -o "$OUT_DIR/$name.names.wasm" metadata candid:service -f "$did" -v public \
+        --keep-name-section ;;
+  esac
   "$IC_WASM" "$OUT_DIR/$name.wasm" -o "$OUT_DIR/$name.wasm" metadata candid:service -f "$did" -v public "${keep[@]}"
 }
 

@@ -16,6 +16,7 @@ pub mod chart;
 pub mod chia;
 pub mod kv;
 pub mod mainnet;
+pub mod page_regions;
 pub mod recommend;
 pub mod results;
 pub mod scaling;

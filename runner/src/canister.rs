@@ -182,6 +182,9 @@ pub struct Outcome {
     pub pages: PageCounts,
     /// A benchmark's measured steps ([`host::Measure::steps`]).
     pub steps: Vec<host::Step>,
+    /// The pages [`Outcome::pages`] counts, page by page, one set per execution of the message
+    /// (empty if the code does not track pages).
+    pub page_sets: Vec<host::PageSet>,
 }
 
 impl Outcome {
@@ -478,6 +481,8 @@ pub struct Canister {
     /// The pages the current message's executions touched, and those of its measured steps
     /// (for its [`Outcome`]).
     touched: (PageCounts, Vec<host::Step>),
+    /// The current message's executions' pages, page by page (for its [`Outcome`]).
+    page_sets: Vec<host::PageSet>,
 }
 
 /// Whether every execution of a heap-tracking canister is followed by a full comparison of the
@@ -522,6 +527,7 @@ impl Canister {
             committed: None,
             last: false,
             touched: Default::default(),
+            page_sets: Vec::new(),
         };
         let limit = c.opts.limits.install;
         c.begin(Kind::Init, arg.to_vec(), Principal::anonymous());
@@ -687,6 +693,7 @@ impl Canister {
             committed: None,
             last: false,
             touched: Default::default(),
+            page_sets: Vec::new(),
         };
         c.fill(snap);
         Ok(c)
@@ -769,6 +776,7 @@ impl Canister {
             wall: Duration::ZERO,
             pages: PageCounts::default(),
             steps: Vec::new(),
+            page_sets: Vec::new(),
         }
     }
 
@@ -783,6 +791,7 @@ impl Canister {
         self.executions = 0;
         self.store.data_mut().profile = None;
         self.touched = Default::default();
+        self.page_sets.clear();
         let (result, used, dirtied, output) = self.call_context(kind, export, arg.to_vec(), caller);
         let (pages, steps) = std::mem::take(&mut self.touched);
         Outcome {
@@ -795,6 +804,7 @@ impl Canister {
             wall: started.elapsed(),
             pages,
             steps,
+            page_sets: std::mem::take(&mut self.page_sets),
         }
     }
 
@@ -951,6 +961,7 @@ impl Canister {
             self.store.data_mut().cycles = balance;
         }
         let (pages, _) = std::mem::take(&mut self.touched);
+        self.page_sets.clear();
         Executed { trap: e.trap, used: e.used, msg: e.msg, calls: e.calls, pages, output: e.output }
     }
 
@@ -999,6 +1010,7 @@ impl Canister {
             wall: started.elapsed(),
             pages: std::mem::take(&mut self.touched.0),
             steps: Vec::new(),
+            page_sets: std::mem::take(&mut self.page_sets),
         }
     }
 
@@ -1087,6 +1099,10 @@ impl Canister {
         let r = Self::end_execution(&mut self.store, r);
         let pages = host::page_counts(&mut self.store);
         self.touched.0 = self.touched.0.plus(&pages);
+        if self.store.data().has_page_source() {
+            let set = host::page_set(&mut self.store);
+            self.page_sets.push(set);
+        }
         let m = &self.store.data().measure;
         if !m.steps().is_empty() {
             self.touched.1 = m.steps().to_vec();
@@ -1371,6 +1387,7 @@ impl Canister {
             committed: None,
             last: false,
             touched: Default::default(),
+            page_sets: Vec::new(),
         };
         let globals = state.globals.iter().map(|(g, v)| (*g, v.val())).collect();
         c.fill(Snapshot { heap: std::fs::read(dir.join("heap.bin"))?, globals });

@@ -436,6 +436,13 @@ pub struct Host {
     pub profile_pages: bool,
 }
 
+impl Host {
+    /// Whether the heap Wasm pages the code touches are counted (a module that tracks them).
+    pub fn has_page_source(&self) -> bool {
+        self.pages.is_some()
+    }
+}
+
 /// Where the heap Wasm pages the code touches are counted.
 #[derive(Clone, Debug)]
 pub enum PageSource {
@@ -486,6 +493,13 @@ impl PageState {
         self.accessed += u64::from(a);
         self.written += u64::from(w);
         (a, w)
+    }
+
+    /// Every page touched, in page order, with whether it was written.
+    fn pages(&self) -> Vec<(u64, bool)> {
+        let mut v: Vec<(u64, bool)> = self.touched.iter().map(|&p| (p, self.bits[p as usize] & 2 != 0)).collect();
+        v.sort_unstable();
+        v
     }
 
     fn clear(&mut self) {
@@ -1026,6 +1040,24 @@ pub fn page_counts(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> Page
         stable_accessed: h.stable.wasm_pages.accessed,
         stable_written: h.stable.wasm_pages.written,
     }
+}
+
+/// The 64 KiB Wasm pages one execution touched, page by page, in page order, each with whether
+/// it was written: what [`PageCounts`] counts ([`crate::regions`] names where each lies).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PageSet {
+    /// Heap (linear memory) pages.
+    pub heap: Vec<(u64, bool)>,
+    /// Stable memory pages.
+    pub stable: Vec<(u64, bool)>,
+}
+
+/// The pages touched since page tracking last started, page by page ([`page_counts`] counts them).
+pub fn page_set(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> PageSet {
+    let mut store = store.as_context_mut();
+    collect_pages(&mut store);
+    let h = store.data();
+    PageSet { heap: h.heap_pages.pages(), stable: h.stable.wasm_pages.pages() }
 }
 
 /// The host's own access to the heap range `[at, at + len)` (`bits` 1 a read, 3 a write), which

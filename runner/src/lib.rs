@@ -18,6 +18,7 @@ pub mod live;
 pub mod load;
 pub mod network;
 pub mod profile;
+pub mod regions;
 pub mod replica;
 #[cfg(unix)]
 pub mod shared;
