@@ -1100,7 +1100,7 @@ impl Canister {
         let pages = host::page_counts(&mut self.store);
         self.touched.0 = self.touched.0.plus(&pages);
         if self.store.data().has_page_source() {
-            let set = host::page_set(&mut self.store);
+            let set = host::page_set(self.store.data());
             self.page_sets.push(set);
         }
         let m = &self.store.data().measure;

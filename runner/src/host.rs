@@ -1052,12 +1052,11 @@ pub struct PageSet {
     pub stable: Vec<(u64, bool)>,
 }
 
-/// The pages touched since page tracking last started, page by page ([`page_counts`] counts them).
-pub fn page_set(store: &mut impl wasmtime::AsContextMut<Data = Host>) -> PageSet {
-    let mut store = store.as_context_mut();
-    collect_pages(&mut store);
-    let h = store.data();
-    PageSet { heap: h.heap_pages.pages(), stable: h.stable.wasm_pages.pages() }
+/// The pages touched since page tracking last started, page by page, as the last collection left
+/// them: call it right after [`page_counts`] (which collects the code's marks), as the end of an
+/// execution does, so the maps are scanned once.
+pub fn page_set(host: &Host) -> PageSet {
+    PageSet { heap: host.heap_pages.pages(), stable: host.stable.wasm_pages.pages() }
 }
 
 /// The host's own access to the heap range `[at, at + len)` (`bits` 1 a read, 3 a write), which
