@@ -19,7 +19,7 @@
 //!   the whole cache (`pcache1TruncateUnsafe` in `docs/page-budget.md`'s largest calls).
 //!
 //! This cache keeps what the bookkeeping needs in one dense open-addressing table (page number,
-//! pin and reference bits, and a pointer per cached page: 16 bytes on wasm32), and each page's
+//! pin and reference bits, and a pointer per cached page: 12 bytes on wasm32), and each page's
 //! `sqlite3_pcache_page` right after its data and extra, as SQLite's does. A lookup reads one
 //! table entry and the page it finds; pinning and unpinning write the entry only; eviction is
 //! CLOCK over the table (an unpinned page's reference bit is its second chance), so it never
@@ -312,8 +312,9 @@ impl Cache {
                 return ptr::null_mut();
             }
         }
-        if (self.pages + 1) * 2 > self.mask + 1 || self.table.is_null() {
-            // The table is kept at most half full; a failed growth fails the fetch.
+        if (self.pages + 1) * 2 > self.mask + 1 {
+            // The table is kept at most half full (an unallocated one has `mask` 0); a failed
+            // growth fails the fetch.
             if !self.grow() {
                 self.release_buffer(header);
                 return ptr::null_mut();
@@ -374,18 +375,13 @@ impl Cache {
         while i <= self.mask {
             let e = *self.entry(i);
             if !e.header.is_null() && e.key >= limit {
-                // The slot now holds a later entry of the run (or none): look at it again.
+                // The slot now holds a later entry of the run (or none): look at it again. A
+                // backward shift only moves entries the scan has not passed, or (in a run that
+                // wraps past the table's end) ones it passed and kept, so one pass finds them all.
                 self.discard_at(i);
                 continue;
             }
             i += 1;
-        }
-        // Backward shifts can wrap a run's entry from the table's start to its end; catch those.
-        for i in 0..=self.mask {
-            let e = *self.entry(i);
-            if !e.header.is_null() && e.key >= limit {
-                self.discard_at(i);
-            }
         }
         self.max_key = limit.saturating_sub(1);
     }
