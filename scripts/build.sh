@@ -118,7 +118,9 @@ check_and_embed() {
 }
 
 if [ "$variant" = production ] || [ "$variant" = all ]; then
-  build stablebench
+  # STABLEBENCH_PRODUCTION_FEATURES (e.g. `pcache`): cargo features of a production wasm built to
+  # be measured, in place of the production file, until the next build without them.
+  build stablebench ${STABLEBENCH_PRODUCTION_FEATURES:+--features "$STABLEBENCH_PRODUCTION_FEATURES"}
   check_and_embed stablebench
 fi
 if [ "$variant" = bench ] || [ "$variant" = all ]; then

@@ -151,7 +151,7 @@ fn active_profile() -> Profile {
 /// with the reason if the name is unknown or the profile does not apply: an install or upgrade
 /// that traps leaves the canister as it was.
 fn open_with(args: Option<InitArgs>, fallback: Profile) {
-    let InitArgs { profile, wasm_memory_limit } = args.unwrap_or_default();
+    let InitArgs { profile, wasm_memory_limit } = with_page_cache(args).unwrap_or_default();
     let limit = wasm_memory_limit
         .or(Some(db::saved_memory_limit()).filter(|&l| l > 0))
         .unwrap_or(stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES);
@@ -555,6 +555,18 @@ mod candid_export {
         )
         .unwrap_or_else(|e| panic!("{DID} differs from the code: {e}\n--- code:\n{code}"));
     }
+}
+
+/// `args` as given, after installing `stablebench_pragmas::pcache` as SQLite's page cache in a
+/// build with feature `pcache` (`STABLEBENCH_PRODUCTION_FEATURES=pcache scripts/build.sh
+/// production`): a build to measure that cache in, not the production wasm, which keeps SQLite's
+/// own (docs/per-call.md says why). Called by `open_with`, before the first connection opens.
+fn with_page_cache(args: Option<InitArgs>) -> Option<InitArgs> {
+    #[cfg(feature = "pcache")]
+    if let Err(e) = stablebench_pragmas::pcache::install() {
+        ic_cdk::trap(format!("installing the page cache: {e}"));
+    }
+    args
 }
 
 #[cfg(test)]

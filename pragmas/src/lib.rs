@@ -18,8 +18,8 @@
 //! - [`bound_cache`]: lowers `cache_size` to a quarter of the canister's `wasm_memory_limit`, so
 //!   that a database larger than the heap keeps working instead of trapping at the limit.
 //!
-//! One file, no dependency but rusqlite: depend on the crate, or copy this file into your
-//! canister and delete its two `#[cfg(feature = "rusqlite")]` lines.
+//! No dependency but rusqlite: depend on the crate, or copy this file and `pcache.rs` (the page cache)
+//! into your canister and delete this file's three `#[cfg(feature = "rusqlite")]` lines.
 //!
 //! Order matters:
 //! 1. `page_size` first: it is written into the database header when the first table is created

@@ -18,22 +18,27 @@
 //!   of every cached page: one Wasm page per seven cached 8 KiB pages, so a one-row put reads
 //!   the whole cache (`pcache1TruncateUnsafe` in `docs/page-budget.md`'s largest calls).
 //!
-//! This cache keeps what the bookkeeping needs in one dense open-addressing table (page number,
-//! pin and reference bits, and a pointer per cached page: 12 bytes on wasm32), and each page's
-//! `sqlite3_pcache_page` right after its data and extra, as SQLite's does. A lookup reads one
-//! table entry and the page it finds; pinning and unpinning write the entry only; eviction is
-//! CLOCK over the table (an unpinned page's reference bit is its second chance), so it never
-//! reads another page's data or header; and truncating scans the table, not the pages. All of
-//! its memory comes from `sqlite3_malloc64`, so SQLite's memory statistics and any heap limit
-//! given to SQLite still count it. `cache_size`, `shrink_memory` and the other cache settings
-//! keep their meaning (the semantics of `sqlite3_pcache_methods2`,
+//! This cache keeps what the bookkeeping needs in one dense open-addressing table: a page number
+//! and a pointer per slot (8 bytes on wasm32), read and never written when a lookup finds its
+//! page, followed by two bits of state per slot (free, pinned, unpinned, unpinned since CLOCK's
+//! hand last passed), so that the pins and unpins of a message write a few bytes of one or two
+//! Wasm pages. Each page's `sqlite3_pcache_page` lies right after its data and extra, as in
+//! SQLite's. Eviction is CLOCK over the state bits (an unpinned page's reference is its second
+//! chance), so it never reads another page's data or header, and truncating scans the table, not
+//! the pages. All of its memory comes from `sqlite3_malloc64`, so SQLite's memory statistics and
+//! any heap limit given to SQLite still count it. `cache_size`, `shrink_memory` and the other cache
+//! settings keep their meaning (the semantics of `sqlite3_pcache_methods2`,
 //! <https://sqlite.org/c3ref/pcache_methods2.html>, and the behaviour of `pcache1.c` where those
 //! leave it open: a new page's extra starts with a null pointer, a cache fetched with
 //! `createFlag` 1 refuses a new page once nine tenths of its size are pinned, and an unpin past
 //! the cache's size frees the page).
 //!
-//! Not yet installed by stablebench's canisters: their committed figures are SQLite's own cache.
-//! One file with no dependency but rusqlite's FFI: copy it into your canister if you like.
+//! Not installed by stablebench's canisters, whose committed figures are SQLite's own cache: on
+//! the users/orders endpoints it cuts pages at the reference size but costs more pages than
+//! SQLite's own at ten times it, where the table spans more Wasm pages than a call's pages
+//! (`docs/per-call.md`, "Tried and not adopted"). Build the production canister with it to measure
+//! it: `STABLEBENCH_PRODUCTION_FEATURES=pcache scripts/build.sh production`.
+//! One file with no dependency but rusqlite's FFI.
 
 use rusqlite::ffi;
 use std::ffi::{c_int, c_uint, c_void};
@@ -94,18 +99,21 @@ struct Header {
     next_free: *mut Header,
 }
 
-/// One page in the cache, or an empty table slot (`header` null).
+/// One page in the cache, or an empty table slot (`header` null). Read, never written, when a
+/// message finds a page: its state lives in the table's flags.
 #[derive(Clone, Copy)]
 struct Entry {
     key: u32,
-    flags: u32,
     header: *mut Header,
 }
 
-const PINNED: u32 = 1;
-/// Unpinned since CLOCK's hand last passed: spared once.
-const REFERENCED: u32 = 2;
-const EMPTY: Entry = Entry { key: 0, flags: 0, header: ptr::null_mut() };
+/// A slot's state, two bits each in the flags after the table: empty, an unpinned page CLOCK may
+/// evict, an unpinned page unpinned since CLOCK's hand last passed (spared once), a pinned page.
+const FREE: u8 = 0;
+const COLD: u8 = 1;
+const WARM: u8 = 2;
+const PINNED: u8 = 3;
+const EMPTY: Entry = Entry { key: 0, header: ptr::null_mut() };
 const MIN_CAPACITY: u32 = 16;
 /// Buffers kept for reuse after their page left the cache; more are freed.
 const KEPT_FREE: u32 = 32;
@@ -119,8 +127,10 @@ struct Cache {
     pages: u32,
     pinned: u32,
     max_key: u32,
-    /// Open addressing with linear probing; `mask + 1` entries, at most half of them in use.
+    /// Open addressing with linear probing; `mask + 1` entries, at most half of them in use,
+    /// followed in the same allocation by their flags, four to a byte.
     table: *mut Entry,
+    flags: *mut u8,
     mask: u32,
     shift: u32,
     hand: u32,
@@ -136,6 +146,16 @@ impl Cache {
 
     unsafe fn entry(&self, i: u32) -> *mut Entry {
         self.table.add(i as usize)
+    }
+
+    unsafe fn flag(&self, i: u32) -> u8 {
+        (*self.flags.add(i as usize / 4) >> ((i % 4) * 2)) & 3
+    }
+
+    unsafe fn set_flag(&mut self, i: u32, f: u8) {
+        let b = &mut *self.flags.add(i as usize / 4);
+        let shift = (i % 4) * 2;
+        *b = (*b & !(3 << shift)) | (f << shift);
     }
 
     /// The slot holding `key`, or the empty slot where it would go.
@@ -167,23 +187,30 @@ impl Cache {
             let stays = if i <= j { i < h && h <= j } else { i < h || h <= j };
             if !stays {
                 *self.entry(i) = e;
+                self.set_flag(i, self.flag(j));
                 i = j;
             }
         }
         *self.entry(i) = EMPTY;
+        self.set_flag(i, FREE);
     }
 
     unsafe fn grow(&mut self) -> bool {
         let capacity = if self.table.is_null() { MIN_CAPACITY } else { (self.mask + 1) * 2 };
-        let table = ffi::sqlite3_malloc64((capacity as usize * size_of::<Entry>()) as u64) as *mut Entry;
+        let bytes = capacity as usize * size_of::<Entry>() + capacity as usize / 4;
+        let table = ffi::sqlite3_malloc64(bytes as u64) as *mut Entry;
         if table.is_null() {
             return false;
         }
         for i in 0..capacity as usize {
             table.add(i).write(EMPTY);
         }
-        let (old, old_capacity) = (self.table, if self.table.is_null() { 0 } else { self.mask + 1 });
+        let flags = table.add(capacity as usize) as *mut u8;
+        ptr::write_bytes(flags, 0, capacity as usize / 4);
+        let (old, old_flags) = (self.table, self.flags);
+        let old_capacity = if self.table.is_null() { 0 } else { self.mask + 1 };
         self.table = table;
+        self.flags = flags;
         self.mask = capacity - 1;
         self.shift = 32 - capacity.trailing_zeros();
         self.hand = 0;
@@ -192,6 +219,7 @@ impl Cache {
             if !e.header.is_null() {
                 let (slot, _) = self.find(e.key);
                 *self.entry(slot) = e;
+                self.set_flag(slot, (*old_flags.add(i / 4) >> ((i % 4) * 2)) & 3);
             }
         }
         if !old.is_null() {
@@ -238,7 +266,7 @@ impl Cache {
     /// Drops the page in slot `i` from the cache.
     unsafe fn discard_at(&mut self, i: u32) {
         let e = *self.entry(i);
-        if e.flags & PINNED != 0 {
+        if self.flag(i) == PINNED {
             self.pinned -= 1;
         }
         self.pages -= 1;
@@ -256,15 +284,11 @@ impl Cache {
         for _ in 0..2 * capacity {
             let i = self.hand;
             self.hand = (self.hand + 1) & self.mask;
-            let e = &mut *self.entry(i);
-            if e.header.is_null() || e.flags & PINNED != 0 {
-                continue;
+            match self.flag(i) {
+                COLD => return Some(i),
+                WARM => self.set_flag(i, COLD),
+                _ => {}
             }
-            if e.flags & REFERENCED != 0 {
-                e.flags &= !REFERENCED;
-                continue;
-            }
-            return Some(i);
         }
         None
     }
@@ -283,12 +307,11 @@ impl Cache {
         if !self.table.is_null() {
             let (i, found) = self.find(key);
             if found {
-                let e = &mut *self.entry(i);
-                if e.flags & PINNED == 0 {
-                    e.flags = PINNED;
+                if self.flag(i) != PINNED {
+                    self.set_flag(i, PINNED);
                     self.pinned += 1;
                 }
-                return e.header as *mut ffi::sqlite3_pcache_page;
+                return (*self.entry(i)).header as *mut ffi::sqlite3_pcache_page;
             }
         }
         if create == 0 {
@@ -324,7 +347,8 @@ impl Cache {
         // SQLite expects a new page's extra to start with a null pointer (pcache1.c sets it).
         *((*header).page.pExtra as *mut *mut c_void) = ptr::null_mut();
         let (i, _) = self.find(key);
-        *self.entry(i) = Entry { key, flags: PINNED, header };
+        *self.entry(i) = Entry { key, header };
+        self.set_flag(i, PINNED);
         self.pages += 1;
         self.pinned += 1;
         self.max_key = self.max_key.max(key);
@@ -340,11 +364,10 @@ impl Cache {
         if discard || (self.purgeable && self.pages > self.max) {
             self.discard_at(i);
         } else {
-            let e = &mut *self.entry(i);
-            if e.flags & PINNED != 0 {
+            if self.flag(i) == PINNED {
                 self.pinned -= 1;
             }
-            e.flags = REFERENCED;
+            self.set_flag(i, WARM);
         }
     }
 
@@ -354,7 +377,7 @@ impl Cache {
         if !found {
             return;
         }
-        let flags = (*self.entry(i)).flags;
+        let flag = self.flag(i);
         self.remove_at(i);
         // Any page already under the new number is unpinned and goes.
         let (j, taken) = self.find(new);
@@ -363,7 +386,8 @@ impl Cache {
         }
         (*header).key = new;
         let (j, _) = self.find(new);
-        *self.entry(j) = Entry { key: new, flags, header };
+        *self.entry(j) = Entry { key: new, header };
+        self.set_flag(j, flag);
         self.max_key = self.max_key.max(new);
     }
 
@@ -436,6 +460,7 @@ unsafe extern "C" fn x_create(size_page: c_int, size_extra: c_int, purgeable: c_
         pinned: 0,
         max_key: 0,
         table: ptr::null_mut(),
+        flags: ptr::null_mut(),
         mask: 0,
         shift: 32,
         hand: 0,
@@ -589,7 +614,20 @@ mod tests {
                         assert_eq!(*(*page).pBuf.cast::<u32>(), k, "step {step}: page {k} kept its content");
                     }
                 }
+                // Every slot's state bits agree with its entry and with the model.
+                let c = cache(p);
+                for i in (0..=c.mask).filter(|_| !c.table.is_null()) {
+                    let (e, f) = (*c.entry(i), c.flag(i));
+                    if e.header.is_null() {
+                        assert_eq!(f, FREE, "step {step}: empty slot {i}");
+                        continue;
+                    }
+                    let pinned = model.get(&e.key).map(|(_, pinned)| *pinned);
+                    let want = if pinned == Some(true) { PINNED } else { f.clamp(COLD, WARM) };
+                    assert_eq!(f, want, "step {step}: page {} in slot {i}", e.key);
+                }
                 let pinned = model.values().filter(|(_, pinned)| *pinned).count();
+                assert_eq!(c.pinned as usize, pinned, "step {step}: the pinned count");
                 assert!(
                     model.len() <= (max as usize).max(pinned) + 1,
                     "step {step}: {} pages cached, {pinned} pinned",

@@ -24,6 +24,7 @@ pub mod shapes;
 pub mod sharding;
 pub mod site;
 pub mod sysrepo;
+pub mod targets;
 pub mod vfs;
 
 use std::fmt::Write;

@@ -69,6 +69,7 @@ fn recommendation(ic: &Results) -> Vec<report::recommend::Standing> {
 const SHARDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.yml");
 const SHARDED_ORDERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_orders_results.yml");
 const PER_CALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
+const ENDPOINTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoints_results.yml");
 const STORAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../storage_results.yml");
 
 /// A committed YAML results file other than canbench's, parsed.
@@ -255,6 +256,10 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         ("sharded-costs", sharding::cost_tables(&sharded)),
         ("sharded-orders-costs", sharding::cost_tables(&orders)),
         ("one-canister", one_canister),
+        (
+            "page-targets",
+            stablebench_report::targets::table(&stablebench_report::targets::checks(&per_call, &yaml(ENDPOINTS))),
+        ),
     ];
     for (name, body) in &fragments {
         report::splice_in(&mut want, name, body).unwrap_or_else(|e| panic!("{e}"));
