@@ -560,7 +560,9 @@ mod candid_export {
 /// `args` as given, after installing `stablebench_pragmas::pcache` as SQLite's page cache in a
 /// build with feature `pcache` (`STABLEBENCH_PRODUCTION_FEATURES=pcache scripts/build.sh
 /// production`): a build to measure that cache in, not the production wasm, which keeps SQLite's
-/// own (docs/per-call.md says why). Called by `open_with`, before the first connection opens.
+/// own (docs/per-call.md says why). Called by `open_with`, before the first connection opens; it
+/// takes and returns `args` so that the call adds no line there, and the production wasm's code
+/// and panic locations stay those its committed results were measured on.
 fn with_page_cache(args: Option<InitArgs>) -> Option<InitArgs> {
     #[cfg(feature = "pcache")]
     if let Err(e) = stablebench_pragmas::pcache::install() {
