@@ -38,6 +38,56 @@ pub struct Call {
     /// The functions that first touched the most pages (heap and stable together), most first:
     /// the runner's page profile, named from the wasm's name section.
     pub first_touched_by: Vec<(String, Split)>,
+    /// The pages the call's structure must touch for this call, computed natively from the
+    /// structure (`runner/tests/page_regions.rs`), if computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub necessary: Option<Necessary>,
+}
+
+/// The pages a structure must touch for one operation, computed from the structure: the
+/// B-tree path a lookup descends, the nodes or database pages a write changes.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Necessary {
+    /// What was counted, in words.
+    pub what: String,
+    /// Heap pages.
+    pub heap: Split,
+    /// Stable-memory pages.
+    pub stable: Split,
+}
+
+impl Necessary {
+    /// Every page, heap and stable.
+    pub fn total(&self) -> Split {
+        Split { accessed: self.heap.accessed + self.stable.accessed, written: self.heap.written + self.stable.written }
+    }
+}
+
+impl Split {
+    /// What mainnet's memory tracker charges for these pages, instructions: every access, and
+    /// every write in an update (a query's writes are not charged).
+    pub fn fee(&self, update: bool) -> u64 {
+        use stablebench_grid::ic::page_fees::{ACCESS, WRITE};
+        self.accessed * ACCESS + if update { self.written * WRITE } else { 0 }
+    }
+
+    /// `self - other`, field by field, each at least zero.
+    pub fn less(&self, other: &Split) -> Split {
+        Split {
+            accessed: self.accessed.saturating_sub(other.accessed),
+            written: self.written.saturating_sub(other.written),
+        }
+    }
+}
+
+/// The floor under every call: the minimal update and the minimal query on a freshly installed
+/// production canister (decode the argument, check the caller, touch one value, reply).
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Floor {
+    /// `kv_put` of one key into the empty heap map.
+    pub update: Call,
+    /// `kv_get` of that key.
+    pub query: Call,
 }
 
 impl Call {
@@ -76,8 +126,68 @@ pub struct Results {
     pub keys: u64,
     /// Per backend name, per call name.
     pub backends: BTreeMap<String, BTreeMap<String, Calls>>,
+    /// The minimal update and query, if measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
     /// The SHA-256 of the wasm files measured, by file name.
     pub wasm: BTreeMap<String, String>,
+}
+
+/// The calls of `Results::backends` that are updates (the others are queries).
+pub const UPDATES: [&str; 1] = ["kv_put"];
+
+/// How many times its floor plus its necessary pages a call may cost (the target of the per-call
+/// benchmarks: `docs/per-call.md`).
+pub const RATIO: u64 = 2;
+
+/// One median call against the floor under it and the pages its structure must touch.
+#[derive(Clone, Debug)]
+pub struct Budget<'a> {
+    /// The backend.
+    pub backend: &'a str,
+    /// The call's name (`kv_put`, `kv_get`).
+    pub name: &'a str,
+    /// Whether it is an update (else a query, whose writes are not charged).
+    pub update: bool,
+    /// The median call, measured.
+    pub call: &'a Call,
+    /// The minimal update or query, measured.
+    pub floor: &'a Call,
+    /// The pages its structure must touch, computed.
+    pub necessary: &'a Necessary,
+}
+
+impl Budget<'_> {
+    /// The floor plus the mainnet fee of the necessary pages, instructions.
+    pub fn floor_and_necessary(&self) -> u64 {
+        self.floor.instructions + self.necessary.total().fee(self.update)
+    }
+
+    /// The most the call may cost: [`RATIO`] times [`Budget::floor_and_necessary`].
+    pub fn limit(&self) -> u64 {
+        RATIO * self.floor_and_necessary()
+    }
+
+    /// The call's pages that neither the floor nor the structure accounts for.
+    pub fn avoidable(&self) -> Split {
+        self.call.total().less(&self.floor.total()).less(&self.necessary.total())
+    }
+}
+
+/// Every median call whose necessary pages were computed, with the floor of its kind.
+pub fn budgets(r: &Results) -> Vec<Budget<'_>> {
+    let Some(floor) = &r.floor else { return Vec::new() };
+    let mut out = Vec::new();
+    for (backend, calls) in &r.backends {
+        for (name, calls) in calls {
+            if let Some(necessary) = &calls.median.necessary {
+                let update = UPDATES.contains(&name.as_str());
+                let floor = if update { &floor.update } else { &floor.query };
+                out.push(Budget { backend, name, update, call: &calls.median, floor, necessary });
+            }
+        }
+    }
+    out
 }
 
 /// The name of a stable-memory region: the `MemoryManager`'s header, or the memory with `id`
@@ -163,10 +273,50 @@ pub fn page(r: &Results, heap_regions: &[&str]) -> String {
             let _ = writeln!(out, "| `{b}` | `{name}` | {} | {} |", top(&c.median), top(&c.max));
         }
     }
+    budget_section(&mut out, r);
     out.push_str(
         "\n**Why a SQLite put sometimes reads the whole page cache.** Where `pcache1TruncateUnsafe` leads a call, its commit walked every page of SQLite's page cache. At every commit the pager truncates the cache to the database's size (`pager_end_transaction` → `sqlite3PcacheTruncate`), and the cache scans every hash slot and every page header when the largest page number it has seen lies more than its hash size past the database's end (`pcache1TruncateUnsafe` in SQLite's `pcache1.c`). A page split that reorders the new sibling pages renumbers one of them through a temporary page number, `PENDING_BYTE / page_size + 1` (131,073 at 8 KiB pages; `balance_nonroot` in `btree.c`), so every commit after such a split scans it all. Natively that is a quick loop; on mainnet every 64 KiB heap page holding a cached page costs 80,000 instructions, so the larger the page cache, the dearer these commits.\n",
     );
     out
+}
+
+/// docs/page-budget.md's floor-necessary-avoidable section (nothing if the floor was not measured).
+fn budget_section(out: &mut String, r: &Results) {
+    let Some(floor) = &r.floor else { return };
+    let fee = |c: &Call, update: bool| c.total().fee(update);
+    let _ = writeln!(
+        out,
+        "\n## Floor, necessary and avoidable\n\nEach median call above, read as **floor + necessary + avoidable**. The **floor** is measured: the minimal update, `{}` ({} instructions on mainnet, pages {}, {} of them their fees), and the minimal query, `{}` ({}, pages {}, {}), each on a freshly installed production canister (decode the argument, check the caller, touch one value, reply). The **necessary** pages are computed from the structure, natively, for the same keys in the same order after the same load (`runner/tests/page_regions.rs`): a `StableBTreeMap`'s are the 64 KiB pages of its memory that its own reads and writes touch (counted exactly over a `VectorMemory`, whose pages are the canister's: the `MemoryManager` maps whole pages); SQLite's are the database pages the statement visits (page 1 and each B-tree path, from `dbstat`) and the pages its commit changes (the database file compared before and after), one heap page for each (where the page cache holds it), and the file's 64 KiB pages the changed ones lie in (stable memory; the rollback journal is not counted); the heap map's are its B-tree path (the fewest levels 200,000 keys can take at eleven keys a node: `std`'s `BTreeMap` does not show its height) and the value, one heap page each. What is left is **avoidable**: pages neither the floor nor the structure needs (the allocators' scattered temporaries, caches' headers, the structures' own bookkeeping). Pages are accessed / written; the fee of a page is 80,000 instructions to access and 80,000 more to write (in an update). The target is at most {RATIO}× the floor plus the necessary pages' fee.\n",
+        floor.update.what,
+        grouped(floor.update.instructions),
+        split(Some(&floor.update.total())),
+        grouped(fee(&floor.update, true)),
+        floor.query.what,
+        grouped(floor.query.instructions),
+        split(Some(&floor.query.total())),
+        grouped(fee(&floor.query, false)),
+    );
+    out.push_str("| backend | call | on mainnet | its pages | necessary: what | necessary pages | avoidable pages | floor + necessary | at most | met |\n|---|---|---:|---:|---|---:|---:|---:|---:|---|\n");
+    for b in budgets(r) {
+        let _ = writeln!(
+            out,
+            "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            b.backend,
+            b.name,
+            grouped(b.call.instructions),
+            split(Some(&b.call.total())),
+            b.necessary.what,
+            split(Some(&b.necessary.total())),
+            split(Some(&b.avoidable())),
+            grouped(b.floor_and_necessary()),
+            grouped(b.limit()),
+            if b.call.instructions <= b.limit() {
+                "yes".to_string()
+            } else {
+                format!("no: {:.2}x", b.call.instructions as f64 / b.limit() as f64)
+            }
+        );
+    }
 }
 
 #[cfg(test)]
@@ -179,6 +329,50 @@ mod tests {
         assert_eq!(stable_region_name(Some(99)), "memory_99_stable_btreemap");
         assert_eq!(stable_region_name(Some(105)), "memory_105_ic_rusqlite_fs");
         assert_eq!(stable_region_name(Some(120)), "memory_120_database");
+    }
+
+    #[test]
+    fn a_budget_is_floor_plus_necessary_and_the_rest_is_avoidable() {
+        let call = |what: &str, accessed, written| {
+            let mut c = Call { what: what.into(), instructions: 0, ..Call::default() };
+            c.heap.insert("heap".into(), Split { accessed, written });
+            c
+        };
+        let floor = Floor {
+            update: Call { instructions: 1_000_000, ..call("update", 7, 4) },
+            query: Call { instructions: 500_000, ..call("query", 6, 4) },
+        };
+        let necessary = Necessary {
+            what: "path".into(),
+            heap: Split { accessed: 5, written: 1 },
+            stable: Split { accessed: 2, written: 2 },
+        };
+        let mut put = Call { instructions: 9_000_000, ..call("put", 30, 20) };
+        put.necessary = Some(necessary.clone());
+        let mut get = Call { instructions: 2_000_000, ..call("get", 20, 10) };
+        get.necessary = Some(necessary);
+        let mut r = Results { keys: 10, ..Results::default() };
+        assert!(budgets(&r).is_empty(), "no floor, no budget");
+        let of = |c: Call| Calls { calls: 1, median: c.clone(), max: c };
+        r.backends.insert("b".into(), BTreeMap::from([("kv_put".into(), of(put)), ("kv_get".into(), of(get))]));
+        r.floor = Some(floor);
+        let b = budgets(&r);
+        assert_eq!(b.len(), 2);
+        let (get, put) = (&b[0], &b[1]);
+        assert!(!get.update && put.update);
+        // The query pays for accessed pages only: 7 necessary pages at 80,000.
+        assert_eq!(get.floor_and_necessary(), 500_000 + 7 * 80_000);
+        assert_eq!(put.floor_and_necessary(), 1_000_000 + 7 * 80_000 + 3 * 80_000);
+        assert_eq!(put.limit(), 2 * put.floor_and_necessary());
+        assert_eq!(put.avoidable(), Split { accessed: 30 - 7 - 7, written: 20 - 4 - 3 });
+        assert_eq!(get.avoidable(), Split { accessed: 20 - 6 - 7, written: 10 - 4 - 3 });
+        let page = page(&r, &["heap"]);
+        assert!(
+            page.contains(
+                "| `b` | `kv_put` | 9,000,000 | 30 / 20 | path | 7 / 3 | 16 / 13 | 1,800,000 | 3,600,000 | no: 2.50x |"
+            ),
+            "{page}"
+        );
     }
 
     #[test]

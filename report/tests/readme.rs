@@ -70,6 +70,7 @@ const SHARDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_results.y
 const SHARDED_ORDERS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../sharded_orders_results.yml");
 const PER_CALL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../per_call_results.yml");
 const ENDPOINTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../endpoints_results.yml");
+const PAGE_REGIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../page_regions_results.yml");
 const STORAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../storage_results.yml");
 
 /// A committed YAML results file other than canbench's, parsed.
@@ -258,7 +259,11 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
         ("one-canister", one_canister),
         (
             "page-targets",
-            stablebench_report::targets::table(&stablebench_report::targets::checks(&per_call, &yaml(ENDPOINTS))),
+            stablebench_report::targets::table(&stablebench_report::targets::checks(
+                &per_call,
+                &yaml(ENDPOINTS),
+                &yaml(PAGE_REGIONS),
+            )),
         ),
     ];
     for (name, body) in &fragments {

@@ -10,6 +10,8 @@
 //! `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 cargo test --release -p stablebench-runner --test page_regions`.
 
 mod common;
+#[path = "page_regions/necessary.rs"]
+mod necessary;
 
 use std::collections::BTreeMap;
 
@@ -19,7 +21,7 @@ use stablebench_canister::{Error, KvBackend};
 use stablebench_grid::api::vfs::Error as VfsError;
 use stablebench_grid::cells::{Backend, DB_WEIGHT_SIZE};
 use stablebench_grid::KV_SEED;
-use stablebench_report::page_regions::{stable_region_name, Call, Calls, Results, Split};
+use stablebench_report::page_regions::{stable_region_name, Call, Calls, Floor, Necessary, Results, Split};
 use stablebench_runner::canister::{default_controller, Canister, Code, Options, Outcome};
 use stablebench_runner::instrument::Metering;
 use stablebench_runner::profile::Names;
@@ -121,6 +123,7 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
         };
         assert!(fine.unwrap_or(false), "{what} answers Ok");
     };
+    let need = necessary::of(backend, data, CALLS);
     let mut calls = BTreeMap::new();
     let queries = data.query_keys();
     let mut puts = Vec::new();
@@ -137,7 +140,7 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
             puts.push(split(&mut c, &layout, &names, &out, "a fresh key's 128-byte value, one commit"));
         }
     }
-    calls.insert("kv_put".to_string(), Calls::of(puts));
+    calls.insert("kv_put".to_string(), Calls::of(with_necessary(puts, &need["kv_put"])));
     let mut gets = Vec::new();
     for i in 0..=CALLS {
         let key = ByteBuf::from(queries[i as usize].0.to_vec());
@@ -151,7 +154,7 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
             gets.push(split(&mut c, &layout, &names, &out, "a stored key's value, a query"));
         }
     }
-    calls.insert("kv_get".to_string(), Calls::of(gets));
+    calls.insert("kv_get".to_string(), Calls::of(with_necessary(gets, &need["kv_get"])));
     let arg = match kb {
         Some(kb) => candid::encode_one(kb).unwrap(),
         None => common::unit(),
@@ -168,11 +171,42 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
     calls
 }
 
+/// Each measured call with the necessary pages computed for it (the same key, in call order).
+fn with_necessary(mut calls: Vec<Call>, necessary: &[Necessary]) -> Vec<Call> {
+    assert_eq!(calls.len(), necessary.len(), "one computation per call");
+    for (c, n) in calls.iter_mut().zip(necessary) {
+        c.necessary = Some(n.clone());
+    }
+    calls
+}
+
+/// The floor under every call, on a freshly installed production canister: the minimal update
+/// (`kv_put` of one key into the empty heap map: decode, check the caller, touch one value,
+/// reply) and the minimal query (`kv_get` of it).
+fn floor(data: &TrieDataset) -> Floor {
+    let opts = Options { cost_model: CostModel::Ic, ..Options::default() };
+    let (code, names) = profiled("stablebench");
+    let layout = HeapLayout::read(&code.wasm).expect("the wasm's layout");
+    let (mut c, _) = Canister::install(code, &common::unit(), opts).expect("installs");
+    c.set_profile_pages(true);
+    let kb = KvBackend::HeapBTreeMap;
+    let (key, value) = data.write_entry(0);
+    let (key, value) = (ByteBuf::from(key.to_vec()), ByteBuf::from(value));
+    let out = c.update("kv_put", &candid::encode_args((kb, key.clone(), value.clone())).unwrap(), default_controller());
+    let update = split(&mut c, &layout, &names, &out, "one key's 128-byte value into the empty heap map, an update");
+    common::decode::<Result<stablebench_canister::Cost, Error>>(out, "kv_put").expect("kv_put");
+    let out = c.query("kv_get", &candid::encode_args((kb, key)).unwrap(), default_controller());
+    let query = split(&mut c, &layout, &names, &out, "that key's value from the heap map, a query");
+    let got: Option<ByteBuf> = common::decode::<Result<_, Error>>(out, "kv_get").expect("kv_get");
+    assert_eq!(got, Some(value), "the minimal query reads the value the minimal update wrote");
+    Floor { update, query }
+}
+
 fn measured() -> Results {
     let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
     let backends =
         stablebench_grid::shapes::BACKENDS.iter().map(|&b| (b.name().to_string(), measure(b, &data))).collect();
-    Results { keys: DB_WEIGHT_SIZE, backends, wasm: common::wasm_hashes(&WASM_FILES) }
+    Results { keys: DB_WEIGHT_SIZE, backends, floor: Some(floor(&data)), wasm: common::wasm_hashes(&WASM_FILES) }
 }
 
 #[test]
