@@ -105,6 +105,9 @@ impl Call {
 pub struct Calls {
     /// Calls measured.
     pub calls: u64,
+    /// Whether the calls are updates (else queries, whose writes mainnet does not charge).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub update: bool,
     /// The median call.
     pub median: Call,
     /// The largest.
@@ -112,10 +115,12 @@ pub struct Calls {
 }
 
 impl Calls {
-    /// The calls' median and largest by instructions (ties in call order).
-    pub fn of(mut calls: Vec<Call>) -> Calls {
+    /// The calls' median and largest by instructions (ties in call order); `update` says
+    /// whether they are updates.
+    pub fn of(mut calls: Vec<Call>, update: bool) -> Calls {
         calls.sort_by_key(|c| c.instructions);
-        Calls { calls: calls.len() as u64, median: calls[calls.len() / 2].clone(), max: calls[calls.len() - 1].clone() }
+        let (median, max) = (calls[calls.len() / 2].clone(), calls[calls.len() - 1].clone());
+        Calls { calls: calls.len() as u64, update, median, max }
     }
 }
 
@@ -129,12 +134,30 @@ pub struct Results {
     /// The minimal update and query, if measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<Floor>,
+    /// The users/orders endpoints of the production canister, per size ("1x", "10x").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub endpoints: BTreeMap<String, Endpoints>,
     /// The SHA-256 of the wasm files measured, by file name.
     pub wasm: BTreeMap<String, String>,
 }
 
-/// The calls of `Results::backends` that are updates (the others are queries).
-pub const UPDATES: [&str; 1] = ["kv_put"];
+/// The users/orders endpoints at one size: the production canister with the reference schema,
+/// its indexes and `users` and `orders` rows loaded.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Endpoints {
+    /// Users loaded before the calls.
+    pub users: u64,
+    /// Orders loaded before the calls.
+    pub orders: u64,
+    /// SQLite's database pages after the load (the canister's `stats`; the native copy the
+    /// necessary pages are computed on has as many).
+    pub database_pages: u64,
+    /// Per call (as `docs/per-call.md` names it).
+    pub calls: BTreeMap<String, Calls>,
+    /// The SHA-256 of the wasm measured, by file name (a size measured outside CI is refused when
+    /// the wasm changed).
+    pub wasm: BTreeMap<String, String>,
+}
 
 /// How many times its floor plus its necessary pages a call may cost (the target of the per-call
 /// benchmarks: `docs/per-call.md`).
@@ -143,9 +166,11 @@ pub const RATIO: u64 = 2;
 /// One median call against the floor under it and the pages its structure must touch.
 #[derive(Clone, Debug)]
 pub struct Budget<'a> {
-    /// The backend.
-    pub backend: &'a str,
-    /// The call's name (`kv_put`, `kv_get`).
+    /// The backend, or `users/orders at SIZE`.
+    pub backend: String,
+    /// What it ran over, in words (the backend and its keys, or the users/orders sizes).
+    pub scope: String,
+    /// The call's name (`kv_put`, `kv_get`, `add_users(next, 1)`, ...).
     pub name: &'a str,
     /// Whether it is an update (else a query, whose writes are not charged).
     pub update: bool,
@@ -174,20 +199,35 @@ impl Budget<'_> {
     }
 }
 
-/// Every median call whose necessary pages were computed, with the floor of its kind.
+/// Every median call whose necessary pages were computed, with the floor of its kind: the
+/// key-value calls per backend, then the users/orders endpoints per size.
 pub fn budgets(r: &Results) -> Vec<Budget<'_>> {
     let Some(floor) = &r.floor else { return Vec::new() };
     let mut out = Vec::new();
-    for (backend, calls) in &r.backends {
+    for (shown, scope, calls) in groups(r) {
         for (name, calls) in calls {
             if let Some(necessary) = &calls.median.necessary {
-                let update = UPDATES.contains(&name.as_str());
+                let update = calls.update;
                 let floor = if update { &floor.update } else { &floor.query };
-                out.push(Budget { backend, name, update, call: &calls.median, floor, necessary });
+                let (backend, scope) = (shown.trim_matches('`').to_string(), scope.clone());
+                out.push(Budget { backend, scope, name, update, call: &calls.median, floor, necessary });
             }
         }
     }
     out
+}
+
+/// The groups of calls measured, in the page's order: each backend's key-value calls, then the
+/// users/orders endpoints at each size, with a label as the page shows it (a backend's name in
+/// backticks) and what they ran over in words.
+fn groups(r: &Results) -> Vec<(String, String, &BTreeMap<String, Calls>)> {
+    let kv = r.backends.iter().map(|(b, c)| (format!("`{b}`"), format!("`{b}`, {} keys", grouped(r.keys)), c));
+    let endpoints = ["1x", "10x"].into_iter().filter_map(|size| {
+        let e = r.endpoints.get(size)?;
+        let scope = format!("users/orders at {size} ({} users, {} orders)", grouped(e.users), grouped(e.orders));
+        Some((format!("users/orders at {size}"), scope, &e.calls))
+    });
+    kv.chain(endpoints).collect()
 }
 
 /// The name of a stable-memory region: the `MemoryManager`'s header, or the memory with `id`
@@ -219,14 +259,14 @@ fn table(out: &mut String, r: &Results, heap_regions: &[&str], pick: fn(&Calls) 
         heap_regions.iter().map(|r| format!("heap: {}", r.replace('_', " "))).collect::<Vec<_>>().join(" | ")
     );
     let _ = writeln!(out, "|---|---|---:|---:|{}---|", "---:|".repeat(heap_regions.len()));
-    for (b, calls) in &r.backends {
+    for (b, _, calls) in groups(r) {
         for (name, calls) in calls {
             let c = pick(calls);
             let stable: Vec<String> = c.stable.iter().map(|(k, s)| format!("{k} {}", split(Some(s)))).collect();
             let heap: Vec<String> = heap_regions.iter().map(|h| split(c.heap.get(*h))).collect();
             let _ = writeln!(
                 out,
-                "| `{b}` | {} (`{name}`) | {} | {} | {} | {} |",
+                "| {b} | {} (`{name}`) | {} | {} | {} | {} |",
                 c.what,
                 grouped(c.instructions),
                 split(Some(&c.total())),
@@ -242,7 +282,7 @@ pub fn page(r: &Results, heap_regions: &[&str]) -> String {
     let mut out = String::from("# Where a call's pages go\n\n");
     let _ = writeln!(
         out,
-        "Generated by `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 cargo test --release -p stablebench-runner --test page_regions` from `page_regions_results.yml` (CI measures it again and fails on any difference). Do not edit.\n"
+        "Generated by `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 [STABLEBENCH_PAGE_REGIONS_10X=1] cargo test --release -p stablebench-runner --test page_regions` from `page_regions_results.yml` (CI measures it again and fails on any difference; the 10x users/orders figures, measured outside CI, stand only while the production wasm they were measured on is the one built). Do not edit.\n"
     );
     let calls = r.backends.values().flat_map(|c| c.values()).map(|c| c.calls).max().unwrap_or(0);
     let _ = writeln!(
@@ -250,6 +290,16 @@ pub fn page(r: &Results, heap_regions: &[&str]) -> String {
         "On mainnet a small call pays mostly for pages: since the IC's memory tracker each message pays 80,000 instructions for every 64 KiB Wasm page it first accesses and 80,000 more for every page it first writes ([mainnet.md](mainnet.md)). Below, messages of each key-value endpoint on the production wasm files (each backend in a canister of its own with {} keys loaded by `kv_load`, SQLite under the canister's default profile; `sqlite_vfs_rowid` is the ic-sqlite-vfs canister), their pages split by where they lie, as **accessed / written**. Each kind is called {calls} times after one call that is not measured (a fresh key per `kv_put`, a stored one per `kv_get`); the first table shows the median call by instructions (the whole message on mainnet), the second the largest.\n",
         grouped(r.keys)
     );
+    for (size, e) in &r.endpoints {
+        let _ = writeln!(
+            out,
+            "Then the users/orders endpoints at {size}: the production canister under its default profile with the reference schema, both indexes and {} users and {} orders loaded ({} database pages), each call {} times after one not measured: `add_users(next, 1)` and `add_orders(next, 1)` insert one new row each, `delete_orders(users, opt (newest - 1))` deletes the newest order (one of those just added), `list_users(random, 1)` reads one user by id and `list_orders(random, 10)` a page of ten orders, each from a uniformly random id (seeded), and `stats()` counts the rows (a query of constant cost).\n",
+            grouped(e.users),
+            grouped(e.orders),
+            grouped(e.database_pages),
+            e.calls.values().map(|c| c.calls).max().unwrap_or(0),
+        );
+    }
     out.push_str(
         "The regions are read, not guessed (`stablebench_runner::regions`): in the heap, the **stack** (wasm-ld puts it first, up to `__stack_pointer`'s initial value), the **statics** (the data segments and zeroed statics up to `__heap_base`), the **shared** page that holds the statics' end and the heap's start, and the **heap** (everything above `__heap_base`: what the allocators hand out; in the ic-rusqlite canister Rust's allocations come from the `dlmalloc` crate and SQLite's from wasi-libc's `malloc`, both growing the same memory, and the last section names which touched a page); in stable memory, the `MemoryManager`'s **header** and bucket table (page 0) and each memory's buckets, named by the bucket table read from the canister's stable memory after the call (`memory_120_database`: the SQLite database file, on either canister; `ic_rusqlite_fs`: ic-wasi-polyfill's file system metadata).\n\n",
     );
@@ -268,9 +318,9 @@ pub fn page(r: &Results, heap_regions: &[&str]) -> String {
             v.join(", ")
         }
     };
-    for (b, calls) in &r.backends {
+    for (b, _, calls) in groups(r) {
         for (name, c) in calls {
-            let _ = writeln!(out, "| `{b}` | `{name}` | {} | {} |", top(&c.median), top(&c.max));
+            let _ = writeln!(out, "| {b} | `{name}` | {} | {} |", top(&c.median), top(&c.max));
         }
     }
     budget_section(&mut out, r);
@@ -286,7 +336,7 @@ fn budget_section(out: &mut String, r: &Results) {
     let fee = |c: &Call, update: bool| c.total().fee(update);
     let _ = writeln!(
         out,
-        "\n## Floor, necessary and avoidable\n\nEach median call above, read as **floor + necessary + avoidable**. The **floor** is measured: the minimal update, `{}` ({} instructions on mainnet, pages {}, {} of them their fees), and the minimal query, `{}` ({}, pages {}, {}), each on a freshly installed production canister (decode the argument, check the caller, touch one value, reply). The **necessary** pages are computed from the structure, natively, for the same keys in the same order after the same load (`runner/tests/page_regions.rs`): a `StableBTreeMap`'s are the 64 KiB pages of its memory that its own reads and writes touch (counted exactly over a `VectorMemory`, whose pages are the canister's: the `MemoryManager` maps whole pages); SQLite's are the database pages the statement visits (page 1 and each B-tree path, from `dbstat`) and the pages its commit changes (the database file compared before and after), one heap page for each (where the page cache holds it), and the file's 64 KiB pages the changed ones lie in (stable memory; the rollback journal is not counted); the heap map's are its B-tree path (the fewest levels 200,000 keys can take at eleven keys a node: `std`'s `BTreeMap` does not show its height) and the value, one heap page each. What is left is **avoidable**: pages neither the floor nor the structure needs (the allocators' scattered temporaries, caches' headers, the structures' own bookkeeping). Pages are accessed / written; the fee of a page is 80,000 instructions to access and 80,000 more to write (in an update). The target is at most {RATIO}× the floor plus the necessary pages' fee.\n",
+        "\n## Floor, necessary and avoidable\n\nEach median call above, read as **floor + necessary + avoidable**. The **floor** is measured: the minimal update, `{}` ({} instructions on mainnet, pages {}, {} of them their fees), and the minimal query, `{}` ({}, pages {}, {}), each on a freshly installed production canister (decode the argument, check the caller, touch one value, reply). The **necessary** pages are computed from the structure, natively, for the same keys in the same order after the same load (`runner/tests/page_regions.rs`): a `StableBTreeMap`'s are the 64 KiB pages of its memory that its own reads and writes touch (counted exactly over a `VectorMemory`, whose pages are the canister's: the `MemoryManager` maps whole pages); SQLite's are the database pages the statement visits (page 1 and each B-tree path, from `dbstat`) and the pages its commit changes (the database file compared before and after), one heap page for each (where the page cache holds it), and the file's 64 KiB pages the changed ones lie in (stable memory; the rollback journal is not counted); the heap map's are its B-tree path (the fewest levels 200,000 keys can take at eleven keys a node: `std`'s `BTreeMap` does not show its height) and the value, one heap page each. For the users/orders endpoints the same calls run natively through the same library functions (`stablebench::jobs`, `stablebench::query`, `stablebench::counts`) on a copy of the database built the same way (as many pages as the canister's): the database pages every statement of the call visits are counted by emptying SQLite's page cache before the call (`sqlite3_db_release_memory`) and counting its misses, one heap page each, and a write's changed pages as above; a read whose pages the canister's page cache does not hold reads them from stable memory, counted as avoidable (a page cache that holds them would not). What is left is **avoidable**: pages neither the floor nor the structure needs (the allocators' scattered temporaries, caches' headers, the structures' own bookkeeping). Pages are accessed / written; the fee of a page is 80,000 instructions to access and 80,000 more to write (in an update). The target is at most {RATIO}× the floor plus the necessary pages' fee.\n",
         floor.update.what,
         grouped(floor.update.instructions),
         split(Some(&floor.update.total())),
@@ -300,8 +350,8 @@ fn budget_section(out: &mut String, r: &Results) {
     for b in budgets(r) {
         let _ = writeln!(
             out,
-            "| `{}` | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
-            b.backend,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {} | {} | {} |",
+            if b.backend.starts_with("users/orders") { b.backend.clone() } else { format!("`{}`", b.backend) },
             b.name,
             grouped(b.call.instructions),
             split(Some(&b.call.total())),
@@ -353,8 +403,9 @@ mod tests {
         get.necessary = Some(necessary);
         let mut r = Results { keys: 10, ..Results::default() };
         assert!(budgets(&r).is_empty(), "no floor, no budget");
-        let of = |c: Call| Calls { calls: 1, median: c.clone(), max: c };
-        r.backends.insert("b".into(), BTreeMap::from([("kv_put".into(), of(put)), ("kv_get".into(), of(get))]));
+        let of = |c: Call, update| Calls { calls: 1, update, median: c.clone(), max: c };
+        r.backends
+            .insert("b".into(), BTreeMap::from([("kv_put".into(), of(put, true)), ("kv_get".into(), of(get, false))]));
         r.floor = Some(floor);
         let b = budgets(&r);
         assert_eq!(b.len(), 2);

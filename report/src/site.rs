@@ -81,7 +81,7 @@ pub fn generate(
     });
     for d in docs {
         let (body, chart) = doc_body(figures, d, docs, flamegraphs);
-        files.push(chart);
+        files.extend(chart);
         files.push(File { name: d.page.into(), text: page(d.title, &nav, &body, &footer, Assets::Linked) });
     }
     let mut body = String::from("<h1>All benchmarks</h1>\n");
@@ -118,14 +118,8 @@ fn index_body(results: &Results, answer: &str, docs: &[Doc], command: &str, date
     body += "<h2 id=\"workloads\">The workloads</h2>\n<ul class=\"pages\">\n";
     for d in docs {
         let n = results.iter().filter(|(c, _)| (d.cells)(c)).count();
-        let _ = writeln!(
-            body,
-            "<li><a href=\"{}\">{}</a>: {} ({} benchmarks)</li>",
-            d.page,
-            esc(d.title),
-            esc(d.summary),
-            grouped(n as u64)
-        );
+        let count = if n == 0 { String::new() } else { format!(" ({} benchmarks)", grouped(n as u64)) };
+        let _ = writeln!(body, "<li><a href=\"{}\">{}</a>: {}{count}</li>", d.page, esc(d.title), esc(d.summary));
     }
     let _ = writeln!(
         body,
@@ -140,9 +134,14 @@ fn index_body(results: &Results, answer: &str, docs: &[Doc], command: &str, date
 
 /// A report's page body (its markdown, its benchmarks against the limits, its benchmark table)
 /// and its limits chart.
-fn doc_body(figures: Figures<'_>, d: &Doc, docs: &[Doc], flamegraphs: &[String]) -> (String, File) {
+/// A report's page body and its limits chart; a report no benchmark belongs to (its figures are
+/// per-call measurements, not cells of the grid) gets neither the chart nor the table.
+fn doc_body(figures: Figures<'_>, d: &Doc, docs: &[Doc], flamegraphs: &[String]) -> (String, Option<File>) {
     let results = figures.canbench;
     let mut body = markdown_to_html(d.markdown, docs);
+    if !results.iter().any(|(c, _)| (d.cells)(c)) {
+        return (body, None);
+    }
     let _ = writeln!(body, "<h2 id=\"limits\">Against the limits</h2>");
     let chart = format!("{}.limits.svg", d.page.trim_end_matches(".html"));
     let _ = writeln!(
@@ -166,7 +165,7 @@ fn doc_body(figures: Figures<'_>, d: &Doc, docs: &[Doc], flamegraphs: &[String])
     };
     let _ = writeln!(body, "<h2 id=\"benchmarks\">The benchmarks of this page</h2>");
     body += &benchmark_table(figures, d.cells, flamegraphs, "benchmark-table");
-    (body, chart)
+    (body, Some(chart))
 }
 
 fn nav(docs: &[Doc]) -> String {

@@ -269,6 +269,8 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
     for (name, body) in &fragments {
         report::splice_in(&mut want, name, body).unwrap_or_else(|e| panic!("{e}"));
     }
+    // Written and checked by runner/tests/page_regions.rs, which measures it.
+    let page_budget_md = std::fs::read_to_string(format!("{ROOT}/docs/page-budget.md")).expect("docs/page-budget.md");
     let sharding_md = want.iter().find(|(d, _)| d == "docs/sharding.md").map(|(_, t)| t.clone()).expect("sharding.md");
     let docs = [
         site::Doc {
@@ -333,6 +335,14 @@ fn readme_tables_and_the_report_match_the_code_and_the_results() {
             summary: "SQLite two ways: ic-rusqlite against ic-sqlite-vfs",
             markdown: &vfs_md,
             cells: vfs_page,
+        },
+        site::Doc {
+            page: "page-budget.html",
+            source: "page-budget.md",
+            title: "Page budget",
+            summary: "where one message's 64 KiB pages go, by region of memory, for every key-value and users/orders endpoint of the production canister, beside the minimal message and the pages each structure must touch",
+            markdown: &page_budget_md,
+            cells: |_| false,
         },
         site::Doc {
             page: "sharding.html",

@@ -3,26 +3,38 @@
 //! 200,000 keys (the DbWeight size), its pages split by region: the heap's stack, statics and
 //! allocator heap, read from the wasm, and stable memory by `MemoryManager` memory, read from the
 //! canister's stable memory (`stablebench_runner::regions`). Each split adds up to the pages the
-//! message is charged for (`Outcome::pages`), which this test checks.
+//! message is charged for (`Outcome::pages`), which this test checks. Then the users/orders
+//! endpoints of the production canister (`add_users(next, 1)`, `add_orders(next, 1)`,
+//! `delete_orders` of one order, a point read, a list page, `stats`) at the reference size, split
+//! the same way. Beside each call, the pages its structure must touch, computed natively
+//! (`page_regions/necessary.rs`, `page_regions/users_orders.rs`), and the floor under them all:
+//! the minimal update and query.
 //!
 //! The figures are committed in `page_regions_results.yml` and `docs/page-budget.md`; the test
 //! fails when a rerun differs at all. Regenerate with
-//! `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 cargo test --release -p stablebench-runner --test page_regions`.
+//! `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 cargo test --release -p stablebench-runner --test page_regions`;
+//! with `STABLEBENCH_PAGE_REGIONS_10X=1` it measures the users/orders endpoints at ten times the
+//! reference size too (1,000,000 users, 10,000,000 orders; outside CI), and without it the
+//! committed 10x figures stand only if they were measured on the production wasm built now.
 
 mod common;
 #[path = "page_regions/necessary.rs"]
 mod necessary;
+#[path = "page_regions/users_orders.rs"]
+mod users_orders;
 
 use std::collections::BTreeMap;
 
+use candid::Principal;
 use serde_bytes::ByteBuf;
 use stablebench::kv::gen::TrieDataset;
-use stablebench_canister::{Error, KvBackend};
+use stablebench_canister::{Batch, Deleted, Error, IndexProgress, KvBackend, Stats};
 use stablebench_grid::api::vfs::Error as VfsError;
 use stablebench_grid::cells::{Backend, DB_WEIGHT_SIZE};
+use stablebench_grid::users_orders::Sizes;
 use stablebench_grid::KV_SEED;
-use stablebench_report::page_regions::{stable_region_name, Call, Calls, Floor, Necessary, Results, Split};
-use stablebench_runner::canister::{default_controller, Canister, Code, Options, Outcome};
+use stablebench_report::page_regions::{stable_region_name, Call, Calls, Endpoints, Floor, Necessary, Results, Split};
+use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Outcome};
 use stablebench_runner::instrument::Metering;
 use stablebench_runner::profile::Names;
 use stablebench_runner::regions::{HeapLayout, HeapRegion, StableLayout, StableRegion};
@@ -140,7 +152,7 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
             puts.push(split(&mut c, &layout, &names, &out, "a fresh key's 128-byte value, one commit"));
         }
     }
-    calls.insert("kv_put".to_string(), Calls::of(with_necessary(puts, &need["kv_put"])));
+    calls.insert("kv_put".to_string(), Calls::of(with_necessary(puts, &need["kv_put"]), true));
     let mut gets = Vec::new();
     for i in 0..=CALLS {
         let key = ByteBuf::from(queries[i as usize].0.to_vec());
@@ -154,7 +166,7 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
             gets.push(split(&mut c, &layout, &names, &out, "a stored key's value, a query"));
         }
     }
-    calls.insert("kv_get".to_string(), Calls::of(with_necessary(gets, &need["kv_get"])));
+    calls.insert("kv_get".to_string(), Calls::of(with_necessary(gets, &need["kv_get"]), false));
     let arg = match kb {
         Some(kb) => candid::encode_one(kb).unwrap(),
         None => common::unit(),
@@ -167,7 +179,7 @@ fn measure(backend: Backend, data: &TrieDataset) -> BTreeMap<String, Calls> {
             lens.push(split(&mut c, &layout, &names, &out, "the number of keys, a query"));
         }
     }
-    calls.insert("kv_len".to_string(), Calls::of(lens));
+    calls.insert("kv_len".to_string(), Calls::of(lens, false));
     calls
 }
 
@@ -202,18 +214,140 @@ fn floor(data: &TrieDataset) -> Floor {
     Floor { update, query }
 }
 
-fn measured() -> Results {
+/// `method(offset, count)` in budgeted calls until the table holds `total` rows.
+fn load(c: &mut Canister, method: &str, total: u64) {
+    let mut next = 0;
+    while next < total {
+        let out = c.update(method, &candid::encode_args((next, total - next)).unwrap(), default_controller());
+        let b: Result<Batch, Error> = common::decode(out, method);
+        next = b.unwrap_or_else(|e| panic!("{method}: {e:?}")).next_offset;
+    }
+}
+
+/// The users/orders endpoints at `sizes` on the production canister (its default profile, the
+/// schema and both indexes, then the rows, as `endpoints.rs` loads them): every call of
+/// [`users_orders::script`], each kind's first not measured.
+fn measure_endpoints(sizes: Sizes) -> Endpoints {
+    let opts = Options { limits: Limits::PRODUCTION, cost_model: CostModel::Ic, ..Options::default() };
+    let (code, names) = profiled("stablebench");
+    let layout = HeapLayout::read(&code.wasm).expect("the wasm's layout");
+    let (mut c, _) = Canister::install(code, &common::unit(), opts).expect("installs");
+    let out = c.update("create_schema", &common::unit(), default_controller());
+    common::decode::<Result<stablebench_canister::Cost, Error>>(out, "create_schema").expect("create_schema");
+    let out = c.update("create_indexes", &candid::encode_one(None::<u64>).unwrap(), default_controller());
+    let p: Result<IndexProgress, Error> = common::decode(out, "create_indexes");
+    assert!(p.expect("create_indexes").complete);
+    load(&mut c, "add_users", sizes.users);
+    load(&mut c, "add_orders", sizes.orders);
+    let stats = |c: &mut Canister| -> Stats {
+        let out = c.query("stats", &common::unit(), Principal::anonymous());
+        common::decode::<Result<Stats, Error>>(out, "stats").expect("stats")
+    };
+    let database_pages = stats(&mut c).page_count;
+    let steps = users_orders::script(sizes, CALLS);
+    let (native_pages, need) = users_orders::necessary(sizes, &steps);
+    assert_eq!(native_pages, database_pages, "the native copy of the database has the canister's pages");
+    c.set_profile_pages(true);
+    let mut by_call: BTreeMap<&str, Vec<Call>> = BTreeMap::new();
+    let mut first = std::collections::BTreeSet::new();
+    for (step, need) in steps.iter().zip(need) {
+        use users_orders::Step;
+        let anyone = Principal::anonymous();
+        let (out, what) = match *step {
+            Step::AddUser(offset) => (
+                c.update("add_users", &candid::encode_args((offset, 1u64)).unwrap(), default_controller()),
+                "one new user, one commit",
+            ),
+            Step::AddOrder(offset) => (
+                c.update("add_orders", &candid::encode_args((offset, 1u64)).unwrap(), default_controller()),
+                "one new order, one commit",
+            ),
+            Step::DeleteNewest { max_user_id, from } => (
+                c.update(
+                    "delete_orders",
+                    &candid::encode_args((max_user_id, Some(from), None::<u64>)).unwrap(),
+                    default_controller(),
+                ),
+                "the newest order deleted, one commit",
+            ),
+            Step::PointRead(after) => (
+                c.query("list_users", &candid::encode_args((after, 1u32)).unwrap(), anyone),
+                "one user by a random id, a query",
+            ),
+            Step::ListPage(after) => (
+                c.query("list_orders", &candid::encode_args((after, users_orders::PAGE_ROWS)).unwrap(), anyone),
+                "ten orders from a random id, a query",
+            ),
+            Step::Stats => (c.query("stats", &common::unit(), anyone), "the row counts and sizes, a query"),
+        };
+        let mut call = split(&mut c, &layout, &names, &out, what);
+        let bytes = out.result.as_ref().unwrap();
+        let fine = match step {
+            Step::AddUser(_) | Step::AddOrder(_) => {
+                candid::decode_one::<Result<Batch, Error>>(bytes).unwrap().is_ok_and(|b| b.inserted == 1)
+            }
+            Step::DeleteNewest { .. } => {
+                candid::decode_one::<Result<Deleted, Error>>(bytes).unwrap().is_ok_and(|d| d.complete && d.deleted == 1)
+            }
+            _ => candid::decode_one::<Result<candid::Reserved, Error>>(bytes).unwrap().is_ok(),
+        };
+        assert!(fine, "{}: {step:?} answers as the native run did", step.name());
+        if first.insert(step.name()) {
+            continue;
+        }
+        call.necessary = Some(need);
+        by_call.entry(step.name()).or_default().push(call);
+    }
+    let update: BTreeMap<&str, bool> = steps.iter().map(|s| (s.name(), s.update())).collect();
+    let calls = by_call.into_iter().map(|(name, v)| (name.to_string(), Calls::of(v, update[name]))).collect();
+    Endpoints {
+        users: sizes.users,
+        orders: sizes.orders,
+        database_pages,
+        calls,
+        wasm: common::wasm_hashes(&WASM_FILES[..1]),
+    }
+}
+
+/// Ten times the reference data set: 1,000,000 users, 10,000,000 orders.
+const TEN_X: Sizes = Sizes::at(Sizes::REFERENCE.orders * 10);
+
+/// Set, the users/orders endpoints are measured at [`TEN_X`] too; else the committed 10x figures
+/// stand, if they were measured on the production wasm this run would measure.
+const TEN_X_VAR: &str = "STABLEBENCH_PAGE_REGIONS_10X";
+
+fn measured(committed: &Results) -> Results {
     let data = TrieDataset::new(DB_WEIGHT_SIZE, KV_SEED).unwrap();
     let backends =
         stablebench_grid::shapes::BACKENDS.iter().map(|&b| (b.name().to_string(), measure(b, &data))).collect();
-    Results { keys: DB_WEIGHT_SIZE, backends, floor: Some(floor(&data)), wasm: common::wasm_hashes(&WASM_FILES) }
+    let mut endpoints = BTreeMap::from([("1x".to_string(), measure_endpoints(Sizes::REFERENCE))]);
+    if std::env::var_os(TEN_X_VAR).is_some() {
+        endpoints.insert("10x".to_string(), measure_endpoints(TEN_X));
+    } else if let Some(kept) = committed.endpoints.get("10x") {
+        common::assert_measured_on(
+            RESULTS,
+            "10x",
+            Some(&kept.wasm),
+            &endpoints["1x"].wasm,
+            &format!("STABLEBENCH_REGENERATE_PAGE_REGIONS=1 {TEN_X_VAR}=1"),
+        );
+        endpoints.insert("10x".to_string(), kept.clone());
+    }
+    Results {
+        keys: DB_WEIGHT_SIZE,
+        backends,
+        floor: Some(floor(&data)),
+        endpoints,
+        wasm: common::wasm_hashes(&WASM_FILES),
+    }
 }
 
 #[test]
 fn every_calls_pages_by_region_match_the_committed_results() {
-    let r = measured();
+    let committed: Results = common::committed_or_default(RESULTS);
+    let r = measured(&committed);
     let yml = format!(
-        "# Generated by `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 cargo test --release -p stablebench-runner --test page_regions`:\n# one message of each key-value endpoint on the production wasm files through the offline runner, its 64 KiB Wasm\n# pages (accessed / written) by region of memory (stablebench_runner::regions). Do not edit.\n{}",
+        "# Generated by `STABLEBENCH_REGENERATE_PAGE_REGIONS=1 [STABLEBENCH_PAGE_REGIONS_10X=1] cargo test --release -p stablebench-runner --test page_regions`:\n# one message of each key-value endpoint and of the users/orders endpoints on the production wasm files through the offline\n# runner, its 64 KiB Wasm pages (accessed / written) by region of memory (stablebench_runner::regions). Do not edit.\n{}",
         serde_yaml::to_string(&r).unwrap()
     );
     let heap_regions = HeapRegion::ALL.map(HeapRegion::name);
@@ -223,8 +357,6 @@ fn every_calls_pages_by_region_match_the_committed_results() {
         std::fs::write(PAGE, page).unwrap();
         return;
     }
-    let committed: Results = serde_yaml::from_str(&std::fs::read_to_string(RESULTS).expect("page_regions_results.yml"))
-        .expect("page_regions_results.yml parses");
     assert_eq!(
         r, committed,
         "measured, committed: regenerate page_regions_results.yml (STABLEBENCH_REGENERATE_PAGE_REGIONS=1)"

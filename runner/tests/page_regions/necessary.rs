@@ -196,7 +196,7 @@ fn fetches(conn: &Connection) -> u64 {
 
 /// The levels of the B-tree `name` (a table or an index), from `dbstat`: a page's path is `/` for
 /// the root and four characters more per level.
-fn depth(conn: &Connection, name: &str) -> u64 {
+pub fn depth(conn: &Connection, name: &str) -> u64 {
     conn.query_row(
         "SELECT max((length(path) - 1) / 4 + 1) FROM dbstat WHERE name = ?1 AND pagetype != 'overflow'",
         [name],
@@ -206,15 +206,12 @@ fn depth(conn: &Connection, name: &str) -> u64 {
 }
 
 /// The database pages (numbered from 1) that differ between two images of the file.
-fn changed(before: &[u8], after: &[u8], page_size: usize) -> Vec<u64> {
+pub fn changed(before: &[u8], after: &[u8], page_size: usize) -> Vec<u64> {
+    fn page(b: &[u8], p: usize, size: usize) -> &[u8] {
+        b.get(p * size..((p + 1) * size).min(b.len())).unwrap_or(&[])
+    }
     let pages = before.len().max(after.len()).div_ceil(page_size);
-    (0..pages)
-        .filter(|&p| {
-            let range = |b: &[u8]| b.get(p * page_size..((p + 1) * page_size).min(b.len())).unwrap_or(&[]).to_vec();
-            range(before) != range(after)
-        })
-        .map(|p| p as u64 + 1)
-        .collect()
+    (0..pages).filter(|&p| page(before, p, page_size) != page(after, p, page_size)).map(|p| p as u64 + 1).collect()
 }
 
 fn sqlite_kv(
