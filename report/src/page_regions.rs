@@ -38,6 +38,10 @@ pub struct Call {
     /// The functions that first touched the most pages (heap and stable together), most first:
     /// the runner's page profile, named from the wasm's name section.
     pub first_touched_by: Vec<(String, Split)>,
+    /// Every page of the call (heap and stable together) by the part of the canister whose
+    /// function touched it first ([`PARTS`]; the runner's page profile, every function summed).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub by_part: BTreeMap<String, Split>,
     /// The pages the call's structure must touch for this call, computed natively from the
     /// structure (`runner/tests/page_regions.rs`), if computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -162,6 +166,19 @@ pub struct Endpoints {
 /// How many times its floor plus its necessary pages a call may cost (the target of the per-call
 /// benchmarks: `docs/per-call.md`).
 pub const RATIO: u64 = 2;
+
+/// The parts of a canister a page's first toucher can belong to, in the page's column order
+/// (`runner/tests/page_regions.rs` sorts each function of the name section into one).
+pub const PARTS: [(&str, &str); 8] = [
+    ("sqlite_page_cache", "SQLite's page cache (`pcache1*`, `sqlite3Pcache*`)"),
+    ("sqlite", "the rest of SQLite (VDBE, B-tree, pager, parser)"),
+    ("allocator", "the allocators (wasi-libc's `malloc`, the `dlmalloc` crate, Rust's `alloc`)"),
+    ("storage", "the storage path (SQLite's VFS, WASI, ic-wasi-polyfill, stable-fs, ic-stable-structures, `ic0`)"),
+    ("mem_ops", "`memcpy`, `memset`, `memmove`, `memcmp` (and `memory.copy`/`memory.fill`)"),
+    ("candid", "Candid decoding and encoding (the `candid` crate)"),
+    ("ic_cdk", "ic-cdk: its entry, reply and system-API wrappers (its stable-memory calls count as storage)"),
+    ("canister", "the canister's own code, rusqlite, Rust's std and the exports"),
+];
 
 /// One median call against the floor under it and the pages its structure must touch.
 #[derive(Clone, Debug)]
@@ -323,11 +340,41 @@ pub fn page(r: &Results, heap_regions: &[&str]) -> String {
             let _ = writeln!(out, "| {b} | `{name}` | {} | {} |", top(&c.median), top(&c.max));
         }
     }
+    parts_section(&mut out, r);
     budget_section(&mut out, r);
     out.push_str(
         "\n**Why a SQLite put sometimes reads the whole page cache.** Where `pcache1TruncateUnsafe` leads a call, its commit walked every page of SQLite's page cache. At every commit the pager truncates the cache to the database's size (`pager_end_transaction` → `sqlite3PcacheTruncate`), and the cache scans every hash slot and every page header when the largest page number it has seen lies more than its hash size past the database's end (`pcache1TruncateUnsafe` in SQLite's `pcache1.c`). A page split that reorders the new sibling pages renumbers one of them through a temporary page number, `PENDING_BYTE / page_size + 1` (131,073 at 8 KiB pages; `balance_nonroot` in `btree.c`), so every commit after such a split scans it all. Natively that is a quick loop; on mainnet every 64 KiB heap page holding a cached page costs 80,000 instructions, so the larger the page cache, the dearer these commits.\n",
     );
     out
+}
+
+/// docs/page-budget.md's pages-by-part section: each median call's pages by the part of the
+/// canister that touched them first (nothing if no call has them).
+fn parts_section(out: &mut String, r: &Results) {
+    let groups = groups(r);
+    if !groups.iter().any(|(_, _, calls)| calls.values().any(|c| !c.median.by_part.is_empty())) {
+        return;
+    }
+    out.push_str("\n## By part of the canister\n\nEach median call's pages (heap and stable together, accessed / written) by the part of the canister whose function touched the page first in the message (the runner's page profile, every function's pages summed, so each row adds up to the call's pages). A page goes to its first toucher, not to what it holds: a page of SQLite's page cache that `memcpy` fills first counts under `memcpy`, and a page one part reads first and another writes first counts as accessed by the first and written by the second (so a part's written pages can outnumber its accessed ones). The parts:\n\n");
+    for (key, what) in PARTS {
+        let _ = writeln!(out, "- **{}**: {what}", key.replace('_', " "));
+    }
+    let _ = writeln!(
+        out,
+        "\n| backend | call | all pages | {} |\n|---|---|---:|{}",
+        PARTS.map(|(k, _)| k.replace('_', " ")).join(" | "),
+        "---:|".repeat(PARTS.len())
+    );
+    for (b, _, calls) in groups {
+        for (name, c) in calls {
+            let c = &c.median;
+            if c.by_part.is_empty() {
+                continue;
+            }
+            let cells: Vec<String> = PARTS.iter().map(|(k, _)| split(c.by_part.get(*k))).collect();
+            let _ = writeln!(out, "| {b} | `{name}` | {} | {} |", split(Some(&c.total())), cells.join(" | "));
+        }
+    }
 }
 
 /// docs/page-budget.md's floor-necessary-avoidable section (nothing if the floor was not measured).
@@ -424,6 +471,23 @@ mod tests {
             ),
             "{page}"
         );
+    }
+
+    #[test]
+    fn the_parts_table_lists_each_part_in_order_and_skips_calls_without_them() {
+        let mut c = Call { what: "put".into(), ..Call::default() };
+        c.heap.insert("heap".into(), Split { accessed: 5, written: 2 });
+        let without = Calls { calls: 1, update: true, median: c.clone(), max: c.clone() };
+        let mut r = Results { keys: 1, ..Results::default() };
+        r.backends.insert("b".into(), BTreeMap::from([("kv_put".into(), without.clone())]));
+        assert!(!page(&r, &["heap"]).contains("## By part"), "no call has parts: no section");
+        c.by_part.insert("candid".into(), Split { accessed: 2, written: 1 });
+        c.by_part.insert("sqlite_page_cache".into(), Split { accessed: 3, written: 1 });
+        let with = Calls { calls: 1, update: true, median: c.clone(), max: c };
+        r.backends.insert("b".into(), BTreeMap::from([("kv_put".into(), with), ("kv_get".into(), without)]));
+        let page = page(&r, &["heap"]);
+        assert!(page.contains("| `b` | `kv_put` | 5 / 2 | 3 / 1 | – | – | – | – | 2 / 1 | – | – |"), "{page}");
+        assert!(!page.contains("| `b` | `kv_get` | 5 / 2 | –"), "{page}");
     }
 
     #[test]

@@ -82,8 +82,15 @@ fn split(c: &mut Canister, layout: &HeapLayout, names: &Names, out: &Outcome, wh
         .take(TOP_FUNCTIONS)
         .map(|(f, p)| (names.get(f), Split { accessed: p.accessed(), written: p.written() }))
         .collect();
+    let mut by_part = BTreeMap::<String, Split>::new();
+    for (f, p) in profile.pages() {
+        let s = by_part.entry(part(&names.get(f)).into()).or_default();
+        s.accessed += p.accessed();
+        s.written += p.written();
+    }
     let stable = StableLayout::read(c.stable_memory());
-    let mut call = Call { what: what.into(), instructions: out.instructions, first_touched_by, ..Call::default() };
+    let mut call =
+        Call { what: what.into(), instructions: out.instructions, first_touched_by, by_part, ..Call::default() };
     let add = |m: &mut BTreeMap<String, Split>, k: String, written: bool| {
         let s = m.entry(k).or_default();
         s.accessed += 1;
@@ -109,7 +116,61 @@ fn split(c: &mut Canister, layout: &HeapLayout, names: &Names, out: &Outcome, wh
         (out.pages.accessed(), out.pages.written()),
         "{what}: the regions add up to the pages charged"
     );
+    let parts = call.by_part.values().fold((0, 0), |(a, w), s| (a + s.accessed, w + s.written));
+    assert_eq!(parts, (total.accessed, total.written), "{what}: the parts add up to the pages charged");
     call
+}
+
+/// The part of the canister ([`stablebench_report::page_regions::PARTS`]) a function belongs
+/// to, by its demangled name: the runner's buckets (`stablebench_runner::profile::bucket`), with
+/// SQLite's page cache, Candid and ic-cdk told apart.
+fn part(name: &str) -> &'static str {
+    use stablebench_runner::profile::{bucket, Bucket};
+    let bare = name.trim_start_matches('<');
+    let in_crate = |c: &str| bare.starts_with(c) || name.contains(&format!(" as {c}"));
+    if name.starts_with("pcache1") || name.starts_with("sqlite3Pcache") {
+        return "sqlite_page_cache";
+    }
+    if in_crate("candid::") {
+        return "candid";
+    }
+    if in_crate("ic_cdk::") && !in_crate("ic_cdk::stable") {
+        return "ic_cdk";
+    }
+    match bucket(name) {
+        Bucket::Sqlite => "sqlite",
+        Bucket::Allocator => "allocator",
+        Bucket::Storage => "storage",
+        Bucket::MemOps => "mem_ops",
+        Bucket::Other => "canister",
+    }
+}
+
+#[test]
+fn every_function_belongs_to_one_named_part() {
+    let cases = [
+        ("pcache1Fetch", "sqlite_page_cache"),
+        ("sqlite3PcacheRelease", "sqlite_page_cache"),
+        ("sqlite3VdbeExec", "sqlite"),
+        ("dlmalloc", "allocator"),
+        ("dlmalloc::dlmalloc::Dlmalloc<A>::malloc", "allocator"),
+        ("stable_fs::storage::metadata_provider::MetadataCache::get", "storage"),
+        ("<ic_stable_structures::memory_manager::VirtualMemory<M> as ic_stable_structures::Memory>::write", "storage"),
+        ("ic_cdk::stable::stable_write", "storage"),
+        ("memcpy", "mem_ops"),
+        ("candid::de::IDLDeserialize::new", "candid"),
+        ("<candid::binary_parser::Header as binread::BinRead>::read_options", "candid"),
+        ("ic_cdk::api::msg_reply", "ic_cdk"),
+        ("canister_query list_orders", "canister"),
+        ("stablebench::query::list_users", "canister"),
+    ];
+    for (name, want) in cases {
+        assert_eq!(part(name), want, "{name}");
+    }
+    let parts = stablebench_report::page_regions::PARTS.map(|(k, _)| k);
+    for (_, want) in cases {
+        assert!(parts.contains(&want), "{want} is a part the page names");
+    }
 }
 
 /// One backend's calls after the load, each one message: `kv_put` of fresh keys, `kv_get` of
