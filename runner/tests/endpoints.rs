@@ -264,28 +264,11 @@ fn query<R: CandidType + DeserializeOwned>(c: &mut Canister, method: &str, arg: 
     (decode(out, method), m)
 }
 
-/// `method(offset, count)` in budgeted calls until the table holds `total` rows.
-fn load(c: &mut Canister, method: &str, total: u64) {
-    let mut next = 0;
-    while next < total {
-        let (b, _): (Result<Batch, Error>, _) = update(c, method, &candid::encode_args((next, total - next)).unwrap());
-        next = b.unwrap_or_else(|e| panic!("{method}: {e:?}")).next_offset;
-    }
-}
-
 /// The production canister installed with `arg`, with `sizes` loaded (indexes first, so the
 /// loads maintain them), under `model` from its install on.
 fn loaded_with(sizes: Sizes, model: CostModel, arg: &[u8]) -> Canister {
     let opts = Options { limits: Limits::PRODUCTION, cost_model: model, ..Options::default() };
-    let (mut c, _) = Canister::install(code(), arg, opts).expect("installs");
-    let (r, _): (Result<Cost, Error>, _) = update(&mut c, "create_schema", &unit());
-    r.expect("create_schema");
-    let (r, _): (Result<IndexProgress, Error>, _) =
-        update(&mut c, "create_indexes", &candid::encode_one(None::<u64>).unwrap());
-    assert!(r.expect("create_indexes").complete);
-    load(&mut c, "add_users", sizes.users);
-    load(&mut c, "add_orders", sizes.orders);
-    c
+    common::users_orders_loaded(code(), arg, opts, sizes)
 }
 
 /// Measures every row of [`ROWS`] at `sizes` under `model`, and then [`SHAPES`] on a copy.

@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 use candid::Principal;
 use serde_bytes::ByteBuf;
 use stablebench::kv::gen::TrieDataset;
-use stablebench_canister::{Batch, Deleted, Error, IndexProgress, KvBackend, Stats};
+use stablebench_canister::{Batch, Deleted, Error, KvBackend, Stats};
 use stablebench_grid::api::vfs::Error as VfsError;
 use stablebench_grid::cells::{Backend, DB_WEIGHT_SIZE};
 use stablebench_grid::users_orders::Sizes;
@@ -275,16 +275,6 @@ fn floor(data: &TrieDataset) -> Floor {
     Floor { update, query }
 }
 
-/// `method(offset, count)` in budgeted calls until the table holds `total` rows.
-fn load(c: &mut Canister, method: &str, total: u64) {
-    let mut next = 0;
-    while next < total {
-        let out = c.update(method, &candid::encode_args((next, total - next)).unwrap(), default_controller());
-        let b: Result<Batch, Error> = common::decode(out, method);
-        next = b.unwrap_or_else(|e| panic!("{method}: {e:?}")).next_offset;
-    }
-}
-
 /// The users/orders endpoints at `sizes` on the production canister (its default profile, the
 /// schema and both indexes, then the rows, as `endpoints.rs` loads them): every call of
 /// [`users_orders::script`], each kind's first not measured.
@@ -292,14 +282,7 @@ fn measure_endpoints(sizes: Sizes) -> Endpoints {
     let opts = Options { limits: Limits::PRODUCTION, cost_model: CostModel::Ic, ..Options::default() };
     let (code, names) = profiled("stablebench");
     let layout = HeapLayout::read(&code.wasm).expect("the wasm's layout");
-    let (mut c, _) = Canister::install(code, &common::unit(), opts).expect("installs");
-    let out = c.update("create_schema", &common::unit(), default_controller());
-    common::decode::<Result<stablebench_canister::Cost, Error>>(out, "create_schema").expect("create_schema");
-    let out = c.update("create_indexes", &candid::encode_one(None::<u64>).unwrap(), default_controller());
-    let p: Result<IndexProgress, Error> = common::decode(out, "create_indexes");
-    assert!(p.expect("create_indexes").complete);
-    load(&mut c, "add_users", sizes.users);
-    load(&mut c, "add_orders", sizes.orders);
+    let mut c = common::users_orders_loaded(code, &common::unit(), opts, sizes);
     let stats = |c: &mut Canister| -> Stats {
         let out = c.query("stats", &common::unit(), Principal::anonymous());
         common::decode::<Result<Stats, Error>>(out, "stats").expect("stats")
@@ -309,7 +292,7 @@ fn measure_endpoints(sizes: Sizes) -> Endpoints {
     let (native_pages, need) = users_orders::necessary(sizes, &steps);
     assert_eq!(native_pages, database_pages, "the native copy of the database has the canister's pages");
     c.set_profile_pages(true);
-    let mut by_call: BTreeMap<&str, Vec<Call>> = BTreeMap::new();
+    let mut by_call: BTreeMap<&str, (bool, Vec<Call>)> = BTreeMap::new();
     let mut first = std::collections::BTreeSet::new();
     for (step, need) in steps.iter().zip(need) {
         use users_orders::Step;
@@ -357,10 +340,9 @@ fn measure_endpoints(sizes: Sizes) -> Endpoints {
             continue;
         }
         call.necessary = Some(need);
-        by_call.entry(step.name()).or_default().push(call);
+        by_call.entry(step.name()).or_insert((step.update(), Vec::new())).1.push(call);
     }
-    let update: BTreeMap<&str, bool> = steps.iter().map(|s| (s.name(), s.update())).collect();
-    let calls = by_call.into_iter().map(|(name, v)| (name.to_string(), Calls::of(v, update[name]))).collect();
+    let calls = by_call.into_iter().map(|(name, (update, v))| (name.to_string(), Calls::of(v, update))).collect();
     Endpoints {
         users: sizes.users,
         orders: sizes.orders,

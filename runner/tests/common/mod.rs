@@ -170,3 +170,32 @@ pub fn median_work(
     w.sort_unstable();
     w[w.len() / 2]
 }
+
+/// `method(offset, count)` in budgeted calls until the table holds `total` rows.
+fn load_rows(c: &mut Canister, method: &str, total: u64) {
+    let mut next = 0;
+    while next < total {
+        let out = c.update(method, &candid::encode_args((next, total - next)).unwrap(), default_controller());
+        let b: Result<stablebench_canister::Batch, Error> = decode(out, method);
+        next = b.unwrap_or_else(|e| panic!("{method}: {e:?}")).next_offset;
+    }
+}
+
+/// The production canister `code` installed with `arg` under `opts`, with the users/orders
+/// schema, both indexes (first, so the loads maintain them) and `sizes` loaded.
+pub fn users_orders_loaded(
+    code: Arc<Code>,
+    arg: &[u8],
+    opts: stablebench_runner::canister::Options,
+    sizes: stablebench_grid::users_orders::Sizes,
+) -> Canister {
+    let (mut c, _) = Canister::install(code, arg, opts).expect("installs");
+    let out = c.update("create_schema", &unit(), default_controller());
+    decode::<Result<stablebench_canister::Cost, Error>>(out, "create_schema").expect("create_schema");
+    let out = c.update("create_indexes", &candid::encode_one(None::<u64>).unwrap(), default_controller());
+    let p: Result<stablebench_canister::IndexProgress, Error> = decode(out, "create_indexes");
+    assert!(p.expect("create_indexes").complete);
+    load_rows(&mut c, "add_users", sizes.users);
+    load_rows(&mut c, "add_orders", sizes.orders);
+    c
+}
