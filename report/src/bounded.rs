@@ -140,6 +140,11 @@ pub struct Results {
     pub sizes: BTreeMap<String, BTreeMap<String, Profile>>,
     /// The SHA-256 of the production wasm they were measured on, by file name.
     pub wasm: BTreeMap<String, String>,
+    /// The SHA-256 of the sources that produced the recommended profile's entries besides the
+    /// wasm (the runner, the grid, the generators, the test, the lock file, the toolchain). The
+    /// other profiles' entries stand on `wasm` alone.
+    #[serde(default)]
+    pub sources: String,
 }
 
 impl Results {

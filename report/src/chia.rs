@@ -77,6 +77,13 @@ pub struct PagesResults {
     pub window_coins: u64,
     /// By benchmark name.
     pub cells: BTreeMap<String, CellPages>,
+    /// The SHA-256 of the benchmark wasm they were measured on, by file name.
+    #[serde(default)]
+    pub wasm: BTreeMap<String, String>,
+    /// The SHA-256 of the sources that produced them besides the wasm (the runner, the grid, the
+    /// generators, the test, the lock file, the toolchain).
+    #[serde(default)]
+    pub sources: String,
 }
 
 /// Where the block-by-block results live, relative to the repository.

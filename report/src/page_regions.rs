@@ -143,6 +143,10 @@ pub struct Results {
     pub endpoints: BTreeMap<String, Endpoints>,
     /// The SHA-256 of the wasm files measured, by file name.
     pub wasm: BTreeMap<String, String>,
+    /// The SHA-256 of the sources that produced the figures besides the wasm (the runner, the
+    /// grid, the generators, the test, the lock file, the toolchain).
+    #[serde(default)]
+    pub sources: String,
 }
 
 /// The users/orders endpoints at one size: the production canister with the reference schema,

@@ -65,6 +65,10 @@ pub struct Size {
     pub backends: BTreeMap<String, Models>,
     /// The SHA-256 of the wasm files it was measured on, by file name.
     pub wasm: BTreeMap<String, String>,
+    /// The SHA-256 of the sources that produced it besides the wasm (the runner, the grid, the
+    /// generators, the test, the lock file, the toolchain), where recorded.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub sources: String,
 }
 
 /// The committed file: per size label (`1x`, `10x`).

@@ -46,6 +46,8 @@ const PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/message-shapes.
 const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md");
 const WASM_FILES: [&str; 2] = ["stablebench.wasm", "stablebench_vfs.wasm"];
 const REGENERATE: &str = "STABLEBENCH_REGENERATE_SHAPES=1 STABLEBENCH_SHAPES_10X=1";
+/// This test's own sources (besides [`common::PRODUCERS`]): its file and its results type.
+const SOURCES: [&str; 2] = ["runner/tests/message_shapes.rs", "report/src/shapes.rs"];
 
 /// A seeded stream per (pattern, shape, operation count, message). Both read shapes read the same
 /// keys: the same executions, priced as a query and as in an update.
@@ -274,7 +276,7 @@ fn measure_size(keys: u64) -> Size {
             (b.name().to_string(), models)
         })
         .collect();
-    Size { keys, backends, wasm: common::wasm_hashes(&WASM_FILES) }
+    Size { keys, backends, wasm: common::wasm_hashes(&WASM_FILES), sources: common::sources(&SOURCES) }
 }
 
 /// What holds whatever the committed figures say: the memory tracker only adds charges, and a
@@ -364,14 +366,25 @@ fn kv_get_many_and_kv_put_many_refuse_bad_input_and_change_nothing() {
 fn message_shapes_match_the_committed_results() {
     let ten_x = std::env::var_os("STABLEBENCH_SHAPES_10X").is_some();
     let regenerate = std::env::var_os("STABLEBENCH_REGENERATE_SHAPES").is_some();
+    let committed: Results = common::committed_or_default(RESULTS);
+    let current = common::wasm_hashes(&WASM_FILES);
+    let one_x = committed.sizes.get("1x");
+    let measures = common::measures(
+        RESULTS,
+        "STABLEBENCH_REGENERATE_SHAPES",
+        "STABLEBENCH_REGENERATE_SHAPES=1 cargo test --release -p stablebench-runner --test message_shapes",
+        one_x.map(|s| &s.wasm),
+        &current,
+        one_x.map_or("", |s| &s.sources),
+        &common::sources(&SOURCES),
+    );
     let mut measured = Results::default();
-    measured.sizes.insert("1x".into(), measure_size(SIZES[0]));
+    let one_x = if measures { measure_size(SIZES[0]) } else { one_x.unwrap().clone() };
+    measured.sizes.insert("1x".into(), one_x);
     if ten_x {
         measured.sizes.insert("10x".into(), measure_size(SIZES[1]));
     }
     measured.sizes.values().for_each(check_invariants);
-    let committed: Results = common::committed_or_default(RESULTS);
-    let current = common::wasm_hashes(&WASM_FILES);
     if !ten_x {
         if let Some(kept) = committed.sizes.get("10x") {
             common::assert_measured_on("message_shapes_results.yml", "10x", Some(&kept.wasm), &current, REGENERATE);

@@ -84,6 +84,89 @@ pub fn assert_measured_on(
     );
 }
 
+/// What produces every measuring test's figures besides the wasm files and the test's own
+/// files: the runner (its replica rules, metering, cost models and page accounting), the grid
+/// (cells, sizes, seeds, prices), the native library (the data generators), the locked
+/// dependencies and the toolchain. Paths from the repository's root; a folder stands for every
+/// file under it.
+pub const PRODUCERS: [&str; 8] = [
+    "Cargo.toml",
+    "Cargo.lock",
+    "rust-toolchain.toml",
+    "runner/Cargo.toml",
+    "runner/src",
+    "runner/tests/common",
+    "grid",
+    "src",
+];
+
+/// The SHA-256 (hex) of [`PRODUCERS`] and `own` (the test's files, and the report module that
+/// holds its results type): every file's path and bytes, in path order. Recorded beside the
+/// figures of a measuring test, which CI does not measure again while it is the same
+/// ([`measures`]).
+pub fn sources(own: &[&str]) -> String {
+    use sha2::Digest;
+    fn walk(root: &std::path::Path, rel: &str, files: &mut Vec<String>) {
+        let path = root.join(rel);
+        if path.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
+                let name = entry.unwrap().file_name().into_string().expect("a UTF-8 file name");
+                walk(root, &format!("{rel}/{name}"), files);
+            }
+        } else {
+            assert!(path.is_file(), "{} is neither a file nor a folder", path.display());
+            files.push(rel.to_string());
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for rel in PRODUCERS.iter().chain(own) {
+        walk(&root, rel, &mut files);
+    }
+    files.sort();
+    files.dedup();
+    let mut h = sha2::Sha256::new();
+    for rel in &files {
+        let bytes = std::fs::read(root.join(rel)).unwrap();
+        h.update(rel.as_bytes());
+        h.update([0]);
+        h.update((bytes.len() as u64).to_le_bytes());
+        h.update(&bytes);
+    }
+    hex::encode(h.finalize())
+}
+
+/// The switch that makes a measuring test measure again and compare exactly, without writing.
+pub const REMEASURE: &str = "STABLEBENCH_REMEASURE";
+
+/// Whether a measuring test measures: when `regenerate_var` (its regenerate switch) or
+/// [`REMEASURE`] is set. Otherwise its committed figures stand only if they were measured on
+/// the files this run would measure: the wasm files (`recorded_wasm` against `wasm`) and the
+/// sources that produce them (`recorded_sources` against [`sources`]); else the test fails,
+/// saying how to measure them again (`regenerate`). Standing figures still go through every
+/// check that reads them (invariants, the generated files).
+pub fn measures(
+    results: &str,
+    regenerate_var: &str,
+    regenerate: &str,
+    recorded_wasm: Option<&std::collections::BTreeMap<String, String>>,
+    wasm: &std::collections::BTreeMap<String, String>,
+    recorded_sources: &str,
+    sources: &str,
+) -> bool {
+    if std::env::var_os(regenerate_var).is_some() || std::env::var_os(REMEASURE).is_some() {
+        return true;
+    }
+    assert_measured_on(results, "measured", recorded_wasm, wasm, regenerate);
+    assert_eq!(
+        recorded_sources, sources,
+        "{results}'s figures were measured with other sources than this checkout's (the runner, the grid, the \
+         generators, the test, the lock file or the toolchain changed): measure them again ({regenerate}), or \
+         check them without writing ({REMEASURE}=1)"
+    );
+    false
+}
+
 /// `target/canister/stablebench_bench.wasm`: the benchmark canister (built by
 /// `scripts/build.sh bench`), instrumented and compiled.
 pub const BENCH_WASM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/canister/stablebench_bench.wasm");
