@@ -166,8 +166,8 @@ fn pages_dirtied_per_coin_match_the_committed_results() {
     }
     let committed = committed.expect("chia_pages_results.yml");
     assert_eq!(
-        committed.cells.keys().collect::<Vec<_>>(),
-        measured_cells.iter().map(Cell::name).collect::<std::collections::BTreeSet<_>>().iter().collect::<Vec<_>>(),
+        committed.cells.keys().cloned().collect::<std::collections::BTreeSet<_>>(),
+        measured_cells.iter().map(Cell::name).collect(),
         "the grid's Chia cells are not the file's: regenerate chia_pages_results.yml"
     );
     assert_eq!(
