@@ -167,7 +167,7 @@ fn kv_put(backend: KvBackend, key_bytes: ByteBuf, value: ByteBuf) -> Result<Cost
 }
 
 /// The value under the 32-byte `key` in `backend`, if any.
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn kv_get(backend: KvBackend, key_bytes: ByteBuf) -> Result<Option<ByteBuf>, Error> {
     crate::send((|| -> Result<Option<ByteBuf>, Error> {
         let k = key(&key_bytes)?;
@@ -179,7 +179,7 @@ fn kv_get(backend: KvBackend, key_bytes: ByteBuf) -> Result<Option<ByteBuf>, Err
 }
 
 /// How many keys `backend` holds.
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn kv_len(backend: KvBackend) -> Result<u64, Error> {
     crate::send(with_store(backend, false, |s| match s {
         Some(s) => s.len(),

@@ -15,7 +15,7 @@ use crate::{cost_now, require_controller, Commit, Cost, Error, MAX_KEYS_PER_CALL
 /// pattern. A query; a reply over `MAX_REPLY_BYTES` is refused with `ReplyTooLarge` (read fewer
 /// keys per call). Not in the benchmark canister, whose wasm (and every grid cell measured on it)
 /// stays what it was.
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn kv_get_many(backend: KvBackend, keys: Vec<ByteBuf>) -> Result<Vec<Option<ByteBuf>>, Error> {
     crate::send((|| -> Result<Vec<Option<ByteBuf>>, Error> {
         let keys = many_keys(&keys)?;

@@ -186,9 +186,9 @@ fn open_with(args: Option<InitArgs>, fallback: Profile) {
 /// allocations (Candid's decoding, replies, statement arguments) land in free chunks scattered
 /// among the cached pages, so a message touches tens of Wasm pages for them, each of which the
 /// IC's memory tracker charges (80,000 instructions per page accessed, 80,000 more per page
-/// written); in a region of their own they reuse a few pages. Measured by `runner/tests/per_call.rs`
-/// (docs/per-call.md, "One call"): the commit that adopted it gives both figures.
-#[cfg(target_arch = "wasm32")]
+/// written); in a region of their own they reuse a few pages. A build with feature `query_arena`
+/// puts the queries' region in front of it ([`QUERIES`], at the end of this file) to measure it.
+#[cfg(all(target_arch = "wasm32", not(feature = "query_arena")))]
 #[global_allocator]
 static ALLOCATOR: dlmalloc::GlobalDlmalloc = dlmalloc::GlobalDlmalloc;
 
@@ -418,7 +418,7 @@ fn delete_orders(max_user_id: u64, from_order_id: Option<u64>, budget: Option<u6
 /// Runs one read-only statement (SELECT, WITH, VALUES or EXPLAIN) and returns its rows as typed
 /// values. Refuses writes, stops with an error before the reply would pass 2,000,000 bytes or
 /// the query passes its instruction budget. Controllers only (raw SQL).
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn query_sql(sql: String) -> Result<Rows, Error> {
     send((|| -> Result<Rows, Error> {
         require_controller()?;
@@ -428,7 +428,7 @@ fn query_sql(sql: String) -> Result<Rows, Error> {
 
 /// Like `query_sql`, from row `start_row` on, returning as many rows as fit one reply and the
 /// instruction budget, and `next_row` to continue from. Controllers only (raw SQL).
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn query_sql_page(sql: String, start_row: u64) -> Result<RowsPage, Error> {
     send((|| -> Result<RowsPage, Error> {
         require_controller()?;
@@ -438,13 +438,13 @@ fn query_sql_page(sql: String, start_row: u64) -> Result<RowsPage, Error> {
 
 /// Users with `user_id > after`, in id order, at most `limit`, as many as fit one reply; pass
 /// `next_after` back for the next page.
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn list_users(after: u64, limit: u32) -> Result<Page<User>, Error> {
     send(guarded_read(true, |conn, meter| query::list_users(conn, after, limit, QUERY_LIMITS, meter)))
 }
 
 /// Orders with `order_id > after`, in id order, at most `limit`; like `list_users`.
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn list_orders(after: u64, limit: u32) -> Result<Page<Order>, Error> {
     send(guarded_read(true, |conn, meter| query::list_orders(conn, after, limit, QUERY_LIMITS, meter)))
 }
@@ -453,7 +453,7 @@ fn list_orders(after: u64, limit: u32) -> Result<Page<Order>, Error> {
 /// ids handed out and the orders deleted, which `delete_orders` adds up, so this costs the same
 /// at any size (a database from before the canister kept them is counted once, at the upgrade or
 /// by the first delete).
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn stats() -> Result<Stats, Error> {
     send(db::with_conn(|conn| {
         let schema = db::schema_ready(conn)?;
@@ -482,7 +482,7 @@ fn stats() -> Result<Stats, Error> {
 }
 
 /// The active pragma profile with the reason for each value, in the order it is applied.
-#[ic_cdk::query(manual_reply = true)]
+#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
 fn pragma_profile() -> ProfileInfo {
     send({
         let profile = active_profile();
@@ -557,18 +557,43 @@ mod candid_export {
     }
 }
 
-/// `args` as given, after installing `stablebench_pragmas::pcache` as SQLite's page cache in a
-/// build with feature `pcache` (`STABLEBENCH_PRODUCTION_FEATURES=pcache scripts/build.sh
-/// production`): a build to measure that cache in, not the production wasm, which keeps SQLite's
-/// own (docs/per-call.md says why). Called by `open_with`, before the first connection opens; it
-/// takes and returns `args` so that the call adds no line there, and the production wasm's code
-/// and panic locations stay those its committed results were measured on.
+/// `args` as given, after reserving the queries' region in a build with feature `query_arena`
+/// ([`QUERIES`]) and installing `stablebench_pragmas::pcache` as SQLite's page cache in a build
+/// with feature `pcache` (`STABLEBENCH_PRODUCTION_FEATURES=pcache scripts/build.sh production`):
+/// builds to measure them in, not the production wasm, which keeps SQLite's own cache and the
+/// plain allocator (docs/per-call.md says why). Called by `open_with` (in `init` and
+/// `post_upgrade`), before the first connection opens; it takes and returns `args` so that the
+/// call adds no line there, and the wasm's code and panic locations stay those its committed
+/// results were measured on.
 fn with_page_cache(args: Option<InitArgs>) -> Option<InitArgs> {
+    #[cfg(all(target_arch = "wasm32", feature = "query_arena"))]
+    QUERIES.reserve(stablebench_pragmas::query_arena::RECOMMENDED_BYTES);
     #[cfg(feature = "pcache")]
     if let Err(e) = stablebench_pragmas::pcache::install() {
         ic_cdk::trap(format!("installing the page cache: {e}"));
     }
     args
+}
+
+/// The allocator of a build with feature `query_arena` (`STABLEBENCH_PRODUCTION_FEATURES=query_arena
+/// scripts/build.sh production`), to measure it; the production wasm keeps [`ALLOCATOR`] alone
+/// (docs/per-call.md, "Tried and not yet adopted", says why): `stablebench_pragmas::query_arena` in
+/// front of the dlmalloc crate. A non-replicated query (whose heap changes the IC discards)
+/// bump-allocates from a region reserved at `init` and `post_upgrade` ([`with_page_cache`]), so its
+/// temporaries lie on as few Wasm pages as their bytes need instead of in dlmalloc's free chunks
+/// all over the heap ([`discarded`], every query's guard, starts it).
+#[cfg(all(target_arch = "wasm32", feature = "query_arena"))]
+#[global_allocator]
+static QUERIES: stablebench_pragmas::query_arena::QueryArena<dlmalloc::GlobalDlmalloc> =
+    stablebench_pragmas::query_arena::QueryArena::new(dlmalloc::GlobalDlmalloc);
+
+/// Every query's guard (an ic-cdk guard runs before the argument is decoded): the rest of a
+/// non-replicated query allocates from the queries' region. A query called as an update runs
+/// replicated and allocates as updates do.
+pub(crate) fn discarded() -> Result<(), String> {
+    #[cfg(all(target_arch = "wasm32", feature = "query_arena"))]
+    QUERIES.begin(ic_cdk::api::in_replicated_execution());
+    Ok(())
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 //! - [`bound_cache`]: lowers `cache_size` to a quarter of the canister's `wasm_memory_limit`, so
 //!   that a database larger than the heap keeps working instead of trapping at the limit.
 //!
-//! No dependency but rusqlite: depend on the crate, or copy this file and `pcache.rs` (the page cache)
+//! No dependency but rusqlite: depend on the crate, or copy this file, `pcache.rs` and `query_arena.rs`
 //! into your canister and delete this file's three `#[cfg(feature = "rusqlite")]` lines.
 //!
 //! Order matters:
@@ -393,3 +393,6 @@ mod tests {
 /// A page cache that touches fewer Wasm pages per message than SQLite's own (see its docs).
 #[cfg(feature = "rusqlite")]
 pub mod pcache;
+
+/// A global allocator that puts a query's allocations on the fewest Wasm pages (see its docs).
+pub mod query_arena;
