@@ -95,20 +95,20 @@ fn floor_delete_window(after: u64, upto: u64, max_user_id: u64) -> u64 {
 
 /// `list_users(after, limit)`'s statement, `LIST_USERS` (`limit + 1` rows asked, as the
 /// endpoint does); returns the rows read.
-#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
+#[ic_cdk::query(manual_reply = true)]
 fn floor_list_users(after: u64, limit: u32) -> u64 {
     or_trap(db::with_conn(|conn| count_rows(conn, LIST_USERS, &[&(after as i64), &(i64::from(limit) + 1)])))
 }
 
 /// `list_orders(after, limit)`'s statement, `LIST_ORDERS`, the same way.
-#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
+#[ic_cdk::query(manual_reply = true)]
 fn floor_list_orders(after: u64, limit: u32) -> u64 {
     or_trap(db::with_conn(|conn| count_rows(conn, LIST_ORDERS, &[&(after as i64), &(i64::from(limit) + 1)])))
 }
 
 /// `query_sql(sql)`'s work: the caller's statement, every column of every row read as a value;
 /// returns the rows. Controllers only (raw SQL).
-#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
+#[ic_cdk::query(manual_reply = true)]
 fn floor_sql(sql: String) -> u64 {
     controller_only();
     // Prepared in every call, as `query_sql` does: each call's SQL is its own.
@@ -139,7 +139,7 @@ fn floor_kv_put(rowid: bool, key: serde_bytes::ByteBuf, value: serde_bytes::Byte
 }
 
 /// `kv_get(sqlite | sqlite_rowid, key)`'s statement, the layout's lookup; returns the rows read.
-#[ic_cdk::query(manual_reply = true, guard = "crate::discarded")]
+#[ic_cdk::query(manual_reply = true)]
 fn floor_kv_get(rowid: bool, key: serde_bytes::ByteBuf) -> u64 {
     or_trap(db::with_conn(|conn| count_rows(conn, kv_layout(rowid).get_sql(), &[&&key[..]])))
 }

@@ -151,7 +151,7 @@ fn active_profile() -> Profile {
 /// with the reason if the name is unknown or the profile does not apply: an install or upgrade
 /// that traps leaves the canister as it was.
 fn open_with(args: Option<InitArgs>, fallback: Profile) {
-    let InitArgs { profile, wasm_memory_limit } = with_page_cache(args).unwrap_or_default();
+    let InitArgs { profile, wasm_memory_limit } = measured_builds(args).unwrap_or_default();
     let limit = wasm_memory_limit
         .or(Some(db::saved_memory_limit()).filter(|&l| l > 0))
         .unwrap_or(stablebench_grid::ic::DEFAULT_WASM_MEMORY_LIMIT_BYTES);
@@ -565,7 +565,7 @@ mod candid_export {
 /// `post_upgrade`), before the first connection opens; it takes and returns `args` so that the
 /// call adds no line there, and the wasm's code and panic locations stay those its committed
 /// results were measured on.
-fn with_page_cache(args: Option<InitArgs>) -> Option<InitArgs> {
+fn measured_builds(args: Option<InitArgs>) -> Option<InitArgs> {
     #[cfg(all(target_arch = "wasm32", feature = "query_arena"))]
     QUERIES.reserve(stablebench_pragmas::query_arena::RECOMMENDED_BYTES);
     #[cfg(feature = "pcache")]
@@ -579,7 +579,7 @@ fn with_page_cache(args: Option<InitArgs>) -> Option<InitArgs> {
 /// scripts/build.sh production`), to measure it; the production wasm keeps [`ALLOCATOR`] alone
 /// (docs/per-call.md, "Tried and not yet adopted", says why): `stablebench_pragmas::query_arena` in
 /// front of the dlmalloc crate. A non-replicated query (whose heap changes the IC discards)
-/// bump-allocates from a region reserved at `init` and `post_upgrade` ([`with_page_cache`]), so its
+/// bump-allocates from a region reserved at `init` and `post_upgrade` ([`measured_builds`]), so its
 /// temporaries lie on as few Wasm pages as their bytes need instead of in dlmalloc's free chunks
 /// all over the heap ([`discarded`], every query's guard, starts it).
 #[cfg(all(target_arch = "wasm32", feature = "query_arena"))]

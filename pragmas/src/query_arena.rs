@@ -1,6 +1,6 @@
 //! A global allocator for single-threaded Wasm canisters that puts a query's allocations on the
 //! fewest 64 KiB pages: in a message whose changes the IC discards (a non-replicated query),
-//! everything is bump-allocated from one region reserved beforehand and nothing is freed.
+//! everything is bump-allocated from one region reserved beforehand, and nothing in it is freed.
 //!
 //! On the IC a message pays for every Wasm page it first accesses and again for every page it
 //! first writes. A general-purpose allocator such as dlmalloc (Rust's on wasm32, and the
@@ -15,9 +15,9 @@
 //!
 //! A non-replicated query's changes to the heap are thrown away when it ends, so it needs no
 //! free at all: [`QueryArena`] serves every allocation of such a message from a region reserved
-//! in an update ([`QueryArena::reserve`]), at the next free byte, and makes every free a no-op
-//! (a free of the last block allocated gives its bytes back, so a message's short-lived
-//! temporaries reuse the same bytes). So a query's temporaries take as many pages as their bytes
+//! in an update ([`QueryArena::reserve`]), at the next free byte, and makes every free of a block
+//! in the region a no-op (a free of the last block allocated gives its bytes back, so a message's
+//! short-lived temporaries reuse the same bytes). So a query's temporaries take as many pages as their bytes
 //! need, next to each other, whatever the rest of the heap looks like. The region's pages are
 //! never written by an update, so they cost nothing until a query uses them, and no query ever
 //! sees what another wrote there. When the region is full the rest of the query's allocations go
@@ -53,8 +53,9 @@
 //! Not installed by stablebench's canisters yet: measured on both production canisters at 200,000
 //! keys it cut the pages of the heap map's and the ic-sqlite-vfs canister's queries by half or
 //! more, but with this region's 16-byte alignment the users/orders endpoints of the ic-rusqlite
-//! canister touched a page more, updates too (`docs/per-call.md`, "Tried and not yet adopted"). Build the production canister with it to
-//! measure it: `STABLEBENCH_PRODUCTION_FEATURES=query_arena scripts/build.sh production`.
+//! canister touched a page more, updates too (`docs/per-call.md`, "Tried and not yet adopted").
+//! Build the production canister with it to measure it:
+//! `STABLEBENCH_PRODUCTION_FEATURES=query_arena scripts/build.sh production`.
 //!
 //! Only for single-threaded Wasm (the IC runs one message at a time): its state is a plain cell,
 //! so the type is `Sync`, as a `#[global_allocator]` must be, only on wasm without atomics.
@@ -66,9 +67,9 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 use core::ptr;
 
-/// The region to reserve: 4 MiB, room for a query's largest reply (the IC
-/// allows 3 MiB; the canisters stop at 2,000,000 bytes) grown in place at the region's end, with
-/// the rows and temporaries before it. Its 64 pages add to the canister's memory but cost no
+/// The region to reserve: 4 MiB, room for a query's largest reply (the IC allows 3 MiB; the
+/// canisters stop at 2,000,000 bytes) grown in place at the region's end, with the rows and
+/// temporaries before it. Its 64 pages add to the canister's memory but cost no
 /// instructions until a query touches them.
 pub const RECOMMENDED_BYTES: usize = 4 << 20;
 
@@ -80,6 +81,13 @@ struct State {
     next: usize,
     /// The start of the last block bump-allocated (what a free or a grow may reuse in place).
     last: usize,
+}
+
+impl State {
+    /// Whether `p` lies in the reserved region.
+    fn holds(&self, p: *const u8) -> bool {
+        (self.start..self.end).contains(&(p as usize))
+    }
 }
 
 /// Bump allocation from a reserved region in non-replicated queries, `A` for everything else
@@ -114,8 +122,7 @@ impl<A> QueryArena<A> {
     /// Whether `p` lies in the reserved region.
     pub fn contains(&self, p: *const u8) -> bool {
         // SAFETY: as in `reserved`.
-        let s = unsafe { &*self.state.get() };
-        (s.start..s.end).contains(&(p as usize))
+        unsafe { &*self.state.get() }.holds(p)
     }
 
     /// Whether this message bump-allocates (after [`Self::begin`] in a non-replicated message).
@@ -182,10 +189,6 @@ impl<A: GlobalAlloc> QueryArena<A> {
             _ => ptr::null_mut(),
         }
     }
-
-    fn in_region(s: &State, p: *mut u8) -> bool {
-        (s.start..s.end).contains(&(p as usize))
-    }
 }
 
 unsafe impl<A: GlobalAlloc> GlobalAlloc for QueryArena<A> {
@@ -216,7 +219,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for QueryArena<A> {
 
     unsafe fn dealloc(&self, p: *mut u8, layout: Layout) {
         let s = &mut *self.state.get();
-        if s.next == 0 || !Self::in_region(s, p) {
+        if s.next == 0 || !s.holds(p) {
             // Outside the region (an update's block, or one from before the message or from
             // after the region filled up) the inner allocator frees it as always: a long query
             // that outgrows the region then reuses its memory instead of growing the heap.
@@ -240,7 +243,7 @@ unsafe impl<A: GlobalAlloc> GlobalAlloc for QueryArena<A> {
             s.next = s.last + new_size;
             return old;
         }
-        if Self::in_region(s, old) && new_size <= layout.size() {
+        if s.holds(old) && new_size <= layout.size() {
             return old;
         }
         let new_layout = Layout::from_size_align_unchecked(new_size, layout.align());
