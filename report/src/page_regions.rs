@@ -42,10 +42,29 @@ pub struct Call {
     /// function touched it first ([`PARTS`]; the runner's page profile, every function summed).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub by_part: BTreeMap<String, Split>,
+    /// The pages the allocators touched first (the `allocator` part) by allocation site, most
+    /// first, the first [`SITES`] (`stablebench_runner::profile::allocation_sites`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allocation_sites: Vec<AllocationSite>,
     /// The pages the call's structure must touch for this call, computed natively from the
     /// structure (`runner/tests/page_regions.rs`), if computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub necessary: Option<Necessary>,
+}
+
+/// The allocation sites kept per call.
+pub const SITES: usize = 4;
+
+/// Pages the allocators touched first on behalf of one caller.
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct AllocationSite {
+    /// The nearest caller that is neither an allocator function nor Rust's container code
+    /// forwarding the request (`alloc::raw_vec`, `alloc::vec`, ...).
+    pub site: String,
+    /// The allocator function it called (the outermost allocator frame: `malloc`, `free`, ...).
+    pub entry: String,
+    /// The pages, heap and stable.
+    pub pages: Split,
 }
 
 /// The pages a structure must touch for one operation, computed from the structure: the
@@ -141,6 +160,10 @@ pub struct Results {
     /// The users/orders endpoints of the production canister, per size ("1x", "10x").
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub endpoints: BTreeMap<String, Endpoints>,
+    /// The code passed over when naming an allocation site, as Markdown
+    /// (`stablebench_runner::profile::forwarding_paths`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub forwarding: String,
     /// The SHA-256 of the wasm files measured, by file name.
     pub wasm: BTreeMap<String, String>,
     /// The SHA-256 of the sources that produced the figures besides the wasm (the runner, the
@@ -345,6 +368,7 @@ pub fn page(r: &Results, heap_regions: &[&str]) -> String {
         }
     }
     parts_section(&mut out, r);
+    sites_section(&mut out, r);
     budget_section(&mut out, r);
     out.push_str(
         "\n**Why a SQLite put sometimes reads the whole page cache.** Where `pcache1TruncateUnsafe` leads a call, its commit walked every page of SQLite's page cache. At every commit the pager truncates the cache to the database's size (`pager_end_transaction` → `sqlite3PcacheTruncate`), and the cache scans every hash slot and every page header when the largest page number it has seen lies more than its hash size past the database's end (`pcache1TruncateUnsafe` in SQLite's `pcache1.c`). A page split that reorders the new sibling pages renumbers one of them through a temporary page number, `PENDING_BYTE / page_size + 1` (131,073 at 8 KiB pages; `balance_nonroot` in `btree.c`), so every commit after such a split scans it all. Natively that is a quick loop; on mainnet every 64 KiB heap page holding a cached page costs 80,000 instructions, so the larger the page cache, the dearer these commits.\n",
@@ -377,6 +401,34 @@ fn parts_section(out: &mut String, r: &Results) {
             }
             let cells: Vec<String> = PARTS.iter().map(|(k, _)| split(c.by_part.get(*k))).collect();
             let _ = writeln!(out, "| {b} | `{name}` | {} | {} |", split(Some(&c.total())), cells.join(" | "));
+        }
+    }
+}
+
+/// docs/page-budget.md's allocation-site section: each median call's allocator pages by the
+/// call that asked (nothing if no call has them).
+fn sites_section(out: &mut String, r: &Results) {
+    let groups = groups(r);
+    if !groups.iter().any(|(_, _, calls)| calls.values().any(|c| !c.median.allocation_sites.is_empty())) {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\n## The allocators' pages by allocation site\n\nThe **allocator** column above, each median call's pages that an allocator function touched first (malloc and free walking bins and trees, splitting chunks and writing their headers: a small request that lands in a chunk on a page the message has not touched yet costs that page), by the call that asked: the nearest frame below the allocator that is not Rust's container or iterator code forwarding the request ({}), then the allocator function it entered, the {SITES} sites with the most pages (the runner's page profile, `stablebench_runner::profile::allocation_sites`; the same pages as `--profile-pages` reports). A site's pages are where its chunks' headers lie, not every byte it uses: a page the caller itself fills first counts under the caller in the tables above.\n\n| backend | call | allocator pages | allocation sites (site via allocator function, accessed / written) |\n|---|---|---:|---|",
+        r.forwarding
+    );
+    for (b, _, calls) in groups {
+        for (name, c) in calls {
+            let c = &c.median;
+            if c.allocation_sites.is_empty() {
+                continue;
+            }
+            let v: Vec<String> = c
+                .allocation_sites
+                .iter()
+                .map(|s| format!("`{}` via `{}` {}", s.site, s.entry, split(Some(&s.pages))))
+                .collect();
+            let _ = writeln!(out, "| {b} | `{name}` | {} | {} |", split(c.by_part.get("allocator")), v.join(", "));
         }
     }
 }
@@ -492,6 +544,32 @@ mod tests {
         let page = page(&r, &["heap"]);
         assert!(page.contains("| `b` | `kv_put` | 5 / 2 | 3 / 1 | – | – | – | – | 2 / 1 | – | – |"), "{page}");
         assert!(!page.contains("| `b` | `kv_get` | 5 / 2 | –"), "{page}");
+    }
+
+    #[test]
+    fn the_sites_table_names_each_site_and_its_allocator_function() {
+        let mut c = Call { what: "get".into(), ..Call::default() };
+        c.heap.insert("heap".into(), Split { accessed: 9, written: 6 });
+        let without = Calls { calls: 1, update: false, median: c.clone(), max: c.clone() };
+        let mut r = Results { keys: 1, ..Results::default() };
+        r.backends.insert("b".into(), BTreeMap::from([("kv_get".into(), without.clone())]));
+        assert!(!page(&r, &["heap"]).contains("## The allocators' pages"), "no call has sites: no section");
+        c.by_part.insert("allocator".into(), Split { accessed: 5, written: 4 });
+        let site = |site: &str, entry: &str, accessed, written| AllocationSite {
+            site: site.into(),
+            entry: entry.into(),
+            pages: Split { accessed, written },
+        };
+        c.allocation_sites = vec![site("candid::de::X", "malloc", 3, 3), site("f", "free", 2, 1)];
+        let with = Calls { calls: 1, update: false, median: c.clone(), max: c };
+        r.backends.insert("b".into(), BTreeMap::from([("kv_get".into(), with), ("kv_len".into(), without)]));
+        let page = page(&r, &["heap"]);
+        assert!(
+            page.contains("| `b` | `kv_get` | 5 / 4 | `candid::de::X` via `malloc` 3 / 3, `f` via `free` 2 / 1 |"),
+            "{page}"
+        );
+        let section = page.split("## The allocators' pages").nth(1).expect("the section");
+        assert!(!section.contains("`kv_len`"), "a call without sites has no row: {section}");
     }
 
     #[test]

@@ -25,7 +25,9 @@
 //! first touched since the previous hook, heap and stable, accessed and written, to the function
 //! on top of the stack: where the pages the IC's memory tracker charges come from
 //! ([`Profile::pages`]). A page counts where it was first touched since the tracker last
-//! started (a message, or a measured step), as the tracker charges it.
+//! started (a message, or a measured step), as the tracker charges it. Pages are kept per call
+//! path, so that the allocators' pages can be told apart by the call that asked for the memory
+//! ([`Profile::pages_by_site`], [`allocation_sites`]).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -57,8 +59,8 @@ pub fn add_to_linker(linker: &mut Linker<Host>) -> wasmtime::Result<()> {
     Ok(())
 }
 
-/// With [`Host::profile_pages`]: adds the pages first touched since the previous hook to `func`
-/// (at an exit) or to the function on top of the stack (at an entry, `None`). Collecting may
+/// With [`Host::profile_pages`]: adds the pages first touched since the previous hook to the
+/// frame of `func` (at an exit) or to the frame on top of the stack (at an entry, `None`). Collecting may
 /// charge the ic model's page fees here instead of at the next counter read: the same total.
 fn attribute_pages(c: &mut Caller<'_, Host>, func: Option<u32>) {
     if !c.data().profile_pages {
@@ -66,8 +68,8 @@ fn attribute_pages(c: &mut Caller<'_, Host>, func: Option<u32>) {
     }
     let now = crate::host::page_counts(c);
     if let Some(p) = c.data_mut().profile.as_mut() {
-        let func = func.unwrap_or(p.nodes[p.cur as usize].func);
-        p.touch_pages(func, now);
+        let node = func.map_or(p.cur, |f| p.frame_of(f));
+        p.touch_pages(node, now);
     }
 }
 
@@ -146,7 +148,7 @@ pub struct Profiler {
     marks: Vec<(u64, Vec<(u32, u64)>)>,
     unbalanced: u64,
     mismatched: u64,
-    /// Per function: the Wasm pages it touched first (with `Host::profile_pages`).
+    /// Per node (call path): the Wasm pages it touched first (with `Host::profile_pages`).
     pages: HashMap<u32, PageCounts>,
     /// The page counts at the last hook.
     pages_seen: PageCounts,
@@ -228,9 +230,24 @@ impl Profiler {
         }
     }
 
+    /// The node of the frame of `func` that an exit of `func` leaves: the top of the stack, or
+    /// the innermost frame of `func` below it (as [`Profiler::exit`] unwinds), or the top when
+    /// `func` is not on the stack.
+    fn frame_of(&self, func: u32) -> u32 {
+        let mut n = self.cur;
+        while n != 0 && self.nodes[n as usize].func != func {
+            n = self.nodes[n as usize].parent;
+        }
+        if n == 0 {
+            self.cur
+        } else {
+            n
+        }
+    }
+
     /// Adds the pages touched since the last hook (`now`: the counts since the tracker last
-    /// started) to `func`. Counts below the last ones mean the tracker started afresh.
-    fn touch_pages(&mut self, func: u32, now: PageCounts) {
+    /// started) to `node`. Counts below the last ones mean the tracker started afresh.
+    fn touch_pages(&mut self, node: u32, now: PageCounts) {
         let seen = self.pages_seen;
         let fresh = now.heap_accessed < seen.heap_accessed
             || now.heap_written < seen.heap_written
@@ -239,7 +256,7 @@ impl Profiler {
         let new = if fresh { now } else { now.minus(&seen) };
         self.pages_seen = now;
         if new != PageCounts::default() {
-            let e = self.pages.entry(func).or_default();
+            let e = self.pages.entry(node).or_default();
             *e = e.plus(&new);
         }
     }
@@ -306,16 +323,67 @@ pub struct Profile {
     segments: Vec<Vec<(u32, u64)>>,
     unbalanced: u64,
     mismatched: u64,
+    /// Per node: the pages it touched first.
     pages: HashMap<u32, PageCounts>,
+}
+
+/// Where pages first touched inside a group of functions (say, the allocators) came from: the
+/// call that entered the group (`entry`, the outermost frame of the group on the path) and the
+/// nearest frame below it that is neither in the group nor passed through (`caller`: the
+/// allocation site, past the container code that only forwards a request). [`ROOT`]'s index
+/// (`u32::MAX`) where there is none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Site {
+    /// The function that asked.
+    pub caller: u32,
+    /// The group's function it called.
+    pub entry: u32,
+}
+
+/// Sorts per-key page counts most pages (accessed, then written) first, then by key.
+fn by_most_pages<K: Ord + Copy>(map: HashMap<K, PageCounts>) -> Vec<(K, PageCounts)> {
+    let mut v: Vec<(K, PageCounts)> = map.into_iter().collect();
+    v.sort_by_key(|(k, p)| (std::cmp::Reverse((p.accessed(), p.written())), *k));
+    v
 }
 
 impl Profile {
     /// Per function, the Wasm pages it touched first (with `Host::profile_pages`; empty
     /// otherwise), most pages (accessed, then written) first.
     pub fn pages(&self) -> Vec<(u32, PageCounts)> {
-        let mut v: Vec<(u32, PageCounts)> = self.pages.iter().map(|(f, p)| (*f, *p)).collect();
-        v.sort_by_key(|(f, p)| (std::cmp::Reverse((p.accessed(), p.written())), *f));
-        v
+        let mut by_func: HashMap<u32, PageCounts> = HashMap::new();
+        for (&n, p) in &self.pages {
+            let e = by_func.entry(self.func[n as usize]).or_default();
+            *e = e.plus(p);
+        }
+        by_most_pages(by_func)
+    }
+
+    /// The pages first touched by functions for which `inner` holds (with
+    /// `Host::profile_pages`), by [`Site`]: each page goes to the call path that touched it, and
+    /// the path to its outermost run of `inner` functions (the entry) and the nearest frame
+    /// below that for which neither `inner` nor `through` holds (the caller). Most pages first.
+    /// The pages of every other function are not counted.
+    pub fn pages_by_site(&self, inner: impl Fn(u32) -> bool, through: impl Fn(u32) -> bool) -> Vec<(Site, PageCounts)> {
+        let mut by_site: HashMap<Site, PageCounts> = HashMap::new();
+        for (&n, p) in &self.pages {
+            let mut n = n as usize;
+            if n == 0 || !inner(self.func[n]) {
+                continue;
+            }
+            // Up to the outermost frame of the run of inner functions this one belongs to.
+            while self.parent[n] != 0 && inner(self.func[self.parent[n] as usize]) {
+                n = self.parent[n] as usize;
+            }
+            let entry = self.func[n];
+            let mut c = self.parent[n] as usize;
+            while c != 0 && (inner(self.func[c]) || through(self.func[c])) {
+                c = self.parent[c] as usize;
+            }
+            let e = by_site.entry(Site { caller: self.func[c], entry }).or_default();
+            *e = e.plus(p);
+        }
+        by_most_pages(by_site)
     }
 
     /// The whole message's call tree.
@@ -499,8 +567,10 @@ impl CallTree {
     }
 }
 
-/// The functions that touched the most Wasm pages first, as a Markdown table.
-pub fn pages_report(pages: &[(u32, PageCounts)], names: &Names) -> String {
+/// The functions that touched the most Wasm pages first, as a Markdown table, then the
+/// allocators' pages by allocation site ([`allocation_sites`]).
+pub fn pages_report(profile: &Profile, names: &Names) -> String {
+    let pages = profile.pages();
     let total = pages.iter().fold(PageCounts::default(), |t, (_, p)| t.plus(p));
     let mut out = format!(
         "\n## Wasm pages by the function that touched them first\n\nThe 64 KiB pages of heap and stable memory the \
@@ -530,7 +600,71 @@ pub fn pages_report(pages: &[(u32, PageCounts)], names: &Names) -> String {
             p.stable_written
         );
     }
+    let sites = allocation_sites(profile, names);
+    if !sites.is_empty() {
+        let _ = write!(
+            out,
+            "\n## The allocators' pages by allocation site\n\nThe pages above that an allocator function touched \
+             first (malloc and free walking and splitting chunks, writing their headers), by the call that asked: the \
+             nearest frame below the allocator that is not Rust's container or iterator code forwarding the request \
+             ({}), and the allocator function it called.\n\n\
+             | allocation site | allocator entry | heap accessed | heap written |\n|---|---|---:|---:|\n",
+            forwarding_paths()
+        );
+        for (site, p) in sites.iter().take(25) {
+            let _ = writeln!(
+                out,
+                "| `{}` | `{}` | {} | {} |",
+                names.get(site.caller).replace('|', "\\|"),
+                names.get(site.entry).replace('|', "\\|"),
+                p.heap_accessed,
+                p.heap_written
+            );
+        }
+    }
     out
+}
+
+/// The pages the allocators touched first (functions of [`Bucket::Allocator`]), by allocation
+/// site ([`Profile::pages_by_site`]: the nearest caller that is neither an allocator function nor
+/// [`forwards_allocation`]). Most pages first.
+pub fn allocation_sites(profile: &Profile, names: &Names) -> Vec<(Site, PageCounts)> {
+    // (an allocator function, forwards an allocation), per function of the profile.
+    let mut kinds: HashMap<u32, (bool, bool)> = HashMap::new();
+    for &f in &profile.func {
+        kinds.entry(f).or_insert_with(|| {
+            let n = names.get(f);
+            (bucket(&n) == Bucket::Allocator, forwards_allocation(&n))
+        });
+    }
+    profile.pages_by_site(|f| kinds[&f].0, |f| kinds[&f].1)
+}
+
+/// Rust's container and iterator code, which only forwards an allocation or a free to the
+/// allocator (growing a `Vec` or a `String`, boxing, cloning, collecting an iterator, calling a
+/// closure): passed over when naming an allocation site ([`forwards_allocation`]), so that the
+/// site is the code that wanted the memory. Demangled path prefixes.
+pub const FORWARDS_ALLOCATION: [&str; 9] = [
+    "alloc::raw_vec::",
+    "alloc::vec::",
+    "alloc::string::",
+    "alloc::boxed::",
+    "alloc::borrow::",
+    "alloc::fmt::",
+    "alloc::slice::",
+    "core::iter::",
+    "core::ops::function::",
+];
+
+/// [`FORWARDS_ALLOCATION`] as Markdown: "`alloc::raw_vec`, `alloc::vec`, ...".
+pub fn forwarding_paths() -> String {
+    FORWARDS_ALLOCATION.map(|p| format!("`{}`", p.trim_end_matches("::"))).join(", ")
+}
+
+/// Whether `name` (demangled) is in [`FORWARDS_ALLOCATION`], either side of `<T as Trait>`.
+pub fn forwards_allocation(name: &str) -> bool {
+    let bare = name.trim_start_matches('<');
+    FORWARDS_ALLOCATION.iter().any(|p| bare.starts_with(p) || name.contains(&format!(" as {p}")))
 }
 
 /// The name of [`BULK_FRAME`] in profiles.
@@ -852,9 +986,8 @@ impl Output {
                      profiled.\n\n";
         }
         text += &report(&query, &self.names, "The whole query (setup, measured step, checks)");
-        let pages = profile.pages();
-        if !pages.is_empty() {
-            text += &pages_report(&pages, &self.names);
+        if !profile.pages().is_empty() {
+            text += &pages_report(profile, &self.names);
         }
         if profile.unbalanced() > 0 || profile.mismatched() > 0 {
             let _ = writeln!(

@@ -33,10 +33,12 @@ use stablebench_grid::api::vfs::Error as VfsError;
 use stablebench_grid::cells::{Backend, DB_WEIGHT_SIZE};
 use stablebench_grid::users_orders::Sizes;
 use stablebench_grid::KV_SEED;
-use stablebench_report::page_regions::{stable_region_name, Call, Calls, Endpoints, Floor, Necessary, Results, Split};
+use stablebench_report::page_regions::{
+    stable_region_name, AllocationSite, Call, Calls, Endpoints, Floor, Necessary, Results, Split, SITES,
+};
 use stablebench_runner::canister::{default_controller, Canister, Code, Limits, Options, Outcome};
 use stablebench_runner::instrument::Metering;
-use stablebench_runner::profile::Names;
+use stablebench_runner::profile::{allocation_sites, Names};
 use stablebench_runner::regions::{HeapLayout, HeapRegion, StableLayout, StableRegion};
 use stablebench_runner::replica::CostModel;
 
@@ -92,9 +94,32 @@ fn split(c: &mut Canister, layout: &HeapLayout, names: &Names, out: &Outcome, wh
         s.accessed += p.accessed();
         s.written += p.written();
     }
+    let sites = allocation_sites(&profile, names);
+    let (accessed, written) = sites.iter().fold((0, 0), |(a, w), (_, p)| (a + p.accessed(), w + p.written()));
+    let allocator = by_part.get("allocator").copied().unwrap_or_default();
+    assert_eq!(
+        (accessed, written),
+        (allocator.accessed, allocator.written),
+        "{what}: the sites add up to the allocator's pages"
+    );
+    let allocation_sites = sites
+        .into_iter()
+        .take(SITES)
+        .map(|(s, p)| AllocationSite {
+            site: names.get(s.caller),
+            entry: names.get(s.entry),
+            pages: Split { accessed: p.accessed(), written: p.written() },
+        })
+        .collect();
     let stable = StableLayout::read(c.stable_memory());
-    let mut call =
-        Call { what: what.into(), instructions: out.instructions, first_touched_by, by_part, ..Call::default() };
+    let mut call = Call {
+        what: what.into(),
+        instructions: out.instructions,
+        first_touched_by,
+        by_part,
+        allocation_sites,
+        ..Call::default()
+    };
     let add = |m: &mut BTreeMap<String, Split>, k: String, written: bool| {
         let s = m.entry(k).or_default();
         s.accessed += 1;
@@ -380,7 +405,15 @@ fn measured(committed: &Results, wasm: BTreeMap<String, String>, sources: String
         );
         endpoints.insert("10x".to_string(), kept.clone());
     }
-    Results { keys: DB_WEIGHT_SIZE, backends, floor: Some(floor(&data)), endpoints, wasm, sources }
+    Results {
+        keys: DB_WEIGHT_SIZE,
+        backends,
+        floor: Some(floor(&data)),
+        endpoints,
+        forwarding: stablebench_runner::profile::forwarding_paths(),
+        wasm,
+        sources,
+    }
 }
 
 #[test]

@@ -330,3 +330,64 @@ fn each_page_is_attributed_to_the_function_that_touched_it_first() {
     assert!(plain.take_profile().expect("profiled").pages().is_empty());
     assert_eq!(out.instructions, attributed.instructions);
 }
+
+/// Two callers of an allocator, one through Rust's `Vec` growth: each `malloc` call takes the
+/// next fresh page (a bump pointer), `free` writes one.
+const SITES_MODULE: &str = r#"(module
+  (import "ic0" "msg_reply" (func $reply))
+  (memory 16)
+  (global $next (mut i32) (i32.const 196608))
+  ;; Writes the header of the next chunk: a page not touched before in the message.
+  (func $malloc (result i32)
+    global.get $next i32.const 1 i32.store
+    global.get $next
+    global.get $next i32.const 65536 i32.add global.set $next)
+  (func $free (param i32) i32.const 655360 i32.const 0 i32.store)
+  (func $alloc::raw_vec::RawVec::grow (result i32) call $malloc)
+  ;; Asks through the Vec; touches page 1 itself.
+  (func $a i32.const 65536 i32.load drop call $alloc::raw_vec::RawVec::grow drop)
+  (func $b call $malloc call $free)
+  (func $m (export "canister_update m")
+    call $a
+    call $b
+    call $reply))"#;
+
+/// `--profile-pages`' allocation sites: the pages an allocator function touched first go to the
+/// nearest caller that is not Rust's container code, with the allocator function it entered; the
+/// other functions' pages are not counted there.
+#[test]
+fn the_allocators_pages_go_to_the_call_that_asked() {
+    use stablebench_runner::host::PageCounts;
+    use stablebench_runner::profile::{allocation_sites, forwards_allocation};
+    let wasm = wat::parse_str(SITES_MODULE).expect("valid wat");
+    let names = Names::from_wasm(&wasm).unwrap();
+    let code = Code::new(&wasm, Metering::Profiled).expect("instruments and compiles");
+    let (mut c, _) = Canister::install(code, &[], Options::default()).expect("installs");
+    c.set_profile_pages(true);
+    let out = c.update("m", &[], Principal::anonymous());
+    out.result.as_ref().expect("replies");
+    let profile = c.take_profile().expect("profiled");
+    let heap = |accessed, written| PageCounts { heap_accessed: accessed, heap_written: written, ..Default::default() };
+    let sites: Vec<(String, String, PageCounts)> = allocation_sites(&profile, &names)
+        .into_iter()
+        .map(|(s, p)| (names.get(s.caller), names.get(s.entry), p))
+        .collect();
+    // Ties in function order (`malloc` is defined before `free`).
+    let expected = [("a", "malloc", heap(1, 1)), ("b", "malloc", heap(1, 1)), ("b", "free", heap(1, 1))];
+    assert_eq!(sites, expected.map(|(c, e, p)| (c.to_string(), e.to_string(), p)));
+    // By function, `a`'s own read counts under `a`; the three allocator pages under theirs.
+    let by_func: Vec<(String, PageCounts)> = profile.pages().into_iter().map(|(f, p)| (names.get(f), p)).collect();
+    assert_eq!(
+        by_func,
+        [("malloc", heap(2, 2)), ("free", heap(1, 1)), ("a", heap(1, 0))].map(|(n, p)| (n.to_string(), p))
+    );
+    // Without passing through the Vec, `a`'s page names the Vec's growth.
+    let direct = profile.pages_by_site(|f| names.get(f) == "malloc", |_| false);
+    assert_eq!(names.get(direct[0].0.caller), "alloc::raw_vec::RawVec::grow");
+    assert!(forwards_allocation("<alloc::vec::Vec<T> as core::clone::Clone>::clone"));
+    assert!(forwards_allocation(
+        "<core::iter::adapters::GenericShunt<I,R> as core::iter::traits::iterator::Iterator>::next"
+    ));
+    assert!(!forwards_allocation("alloc::collections::btree::map::BTreeMap<K,V,A>::insert"));
+    assert!(!forwards_allocation("candid::de::IDLDeserialize::new_with_config"));
+}
